@@ -1,0 +1,119 @@
+"""I/O at the edges: atomic Parquet writes, typed reads, and the one error type.
+
+Every writer goes through :func:`atomic_path` so a killed job never leaves a
+partial file under its final name (Snakemake would otherwise take it as done).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import schemas
+
+
+class WmdevalError(Exception):
+    """A user-facing problem (bad input, bad config): printed as one line, no traceback."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path``; rename it to ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_table(table: pa.Table, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
+    """Write ``table`` (cast to ``schema`` if given) atomically, deterministically."""
+    if schema is not None:
+        table = table.select(schema.names).cast(schema)
+    with atomic_path(path) as tmp:
+        # No statistics-dependent or time-dependent metadata: same table -> same bytes.
+        pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+
+
+def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.Table:
+    """Read a Parquet file; check it has the columns of ``schema`` (if given)."""
+    path = Path(path)
+    if not path.exists():
+        raise WmdevalError(f"{path}: file not found")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise WmdevalError(f"{path}: not a readable Parquet file ({exc})") from None
+    if schema is not None:
+        missing = [n for n in schema.names if n not in table.column_names]
+        if missing:
+            raise WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
+        table = table.select(schema.names)
+    return table
+
+
+def write_distances(matrix: np.ndarray, doc_ids: np.ndarray, path: str | os.PathLike,
+                    metadata: dict[str, str] | None = None) -> None:
+    """Write a square matrix as a DISTANCES table (float32 on disk)."""
+    n = len(doc_ids)
+    if matrix.shape != (n, n):
+        raise ValueError(f"matrix shape {matrix.shape} does not match {n} doc ids")
+    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1))
+    offsets = pa.array(np.arange(0, n * n + 1, n, dtype=np.int32))
+    column = pa.ListArray.from_arrays(offsets, flat)
+    table = pa.table({"doc_id": pa.array(np.asarray(doc_ids, dtype=np.int32)), "distances": column})
+    schema = schemas.DISTANCES
+    if metadata:
+        schema = schema.with_metadata({k: str(v) for k, v in metadata.items()})
+    write_table(table, path, schema)
+
+
+def read_distances(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read a DISTANCES table: (doc_ids int32 [n], matrix float32 [n, n])."""
+    table = read_table(path, schemas.DISTANCES)
+    doc_ids = table.column("doc_id").to_numpy()
+    n = len(doc_ids)
+    values = table.column("distances").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    if values.size != n * n:
+        raise WmdevalError(f"{path}: distances column is not a square {n} x {n} matrix")
+    return doc_ids, values.reshape(n, n)
+
+
+def read_documents(path: str | os.PathLike) -> pa.Table:
+    return read_table(path, schemas.DOCUMENTS)
+
+
+def read_splits(path: str | os.PathLike) -> pa.Table:
+    return read_table(path, schemas.SPLITS)
+
+
+def fold_indices(splits: pa.Table, doc_ids: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per fold (in fold order): (train positions, test positions) into ``doc_ids``.
+
+    Positions keep the order of ``doc_ids`` (which is sorted), so "lower training
+    index" in the tie rules means "lower doc_id".
+    """
+    position = {int(d): p for p, d in enumerate(doc_ids)}
+    folds = splits.column("fold").to_numpy()
+    ids = splits.column("doc_id").to_numpy()
+    subset = np.asarray(splits.column("subset").to_pylist())
+    out = []
+    for fold in np.unique(folds):
+        sel = folds == fold
+        try:
+            train = np.sort([position[int(d)] for d in ids[sel & (subset == "train")]])
+            test = np.sort([position[int(d)] for d in ids[sel & (subset == "test")]])
+        except KeyError as exc:
+            raise WmdevalError(f"splits name document {exc} that is not in the documents") from None
+        out.append((train.astype(np.int64), test.astype(np.int64)))
+    return out
