@@ -1,0 +1,27 @@
+# wmdeval: the kNN document-classification benchmark of Word Mover's Distance against
+# BOW and TF-IDF baselines, as re-evaluated by Sato, Yamada and Kashima (ICML 2022).
+# The stages below follow the experiment of PROTOCOL.md in order.
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+# 1. Datasets: corpora -> documents + train/test splits; embeddings
+include: "workflow/rules/ingest.smk"
+# 2. Duplicates: exact duplicate groups and the clean variant
+include: "workflow/rules/duplicates.smk"
+# 3. Vocabulary: out-of-vocabulary filter, variants
+include: "workflow/rules/vocabulary.smk"
+# 4. Distances: WMD and WMD-TF-IDF, sharded exact optimal transport
+include: "workflow/rules/distances.smk"
+# 5. Classifiers: kNN and weighted kNN tuned on validation, every method and fold
+include: "workflow/rules/evaluate.smk"
+# 6. Outputs: scores, the paper's tables and figures
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

@@ -1,0 +1,48 @@
+# Stage 2: exact duplicates (identical bags of words) and the clean variant's survivors.
+
+
+rule duplicates:
+    input:
+        documents="results/{dataset}/ingest/documents.parquet",
+        splits="results/{dataset}/ingest/splits.parquet",
+    output:
+        groups="results/{dataset}/duplicates/groups.parquet",
+        summary="results/{dataset}/duplicates/summary.parquet",
+        kept="results/{dataset}/duplicates/kept.parquet",
+    params:
+        seed=config["duplicates"]["seed"],
+    log:
+        logged("{dataset}/duplicates"),
+    benchmark:
+        benchmarked("{dataset}/duplicates")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval duplicates --documents {input.documents} --splits {input.splits}"
+        " --dataset {wildcards.dataset} --seed {params.seed} --groups {output.groups}"
+        " --summary {output.summary} --kept {output.kept} 2> {log}"
+
+
+rule duplicates_table:
+    input:
+        expand("results/{dataset}/duplicates/summary.parquet", dataset=DATASETS),
+    output:
+        csv="results/tables/duplicates.csv",
+        md="results/tables/duplicates.md",
+    log:
+        logged("tables/duplicates"),
+    benchmark:
+        benchmarked("tables/duplicates")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
+        " --title 'Duplicates (PROTOCOL §2, paper Table 1)' 2> {log}"

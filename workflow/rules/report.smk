@@ -1,0 +1,95 @@
+# Stage 6: results/scores.parquet, the paper's tables and figures.
+
+TABLES = ["table2", "table3", "table6", "table6_clean"]
+
+
+rule collect_scores:
+    input:
+        expand(
+            "results/{dataset}/{variant}/scores.parquet", dataset=DATASETS, variant=VARIANTS
+        ),
+    output:
+        "results/scores.parquet",
+    log:
+        logged("collect_scores"),
+    benchmark:
+        benchmarked("collect_scores")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
+
+
+rule tables:
+    input:
+        "results/scores.parquet",
+    output:
+        expand("results/tables/{table}.{ext}", table=TABLES, ext=["csv", "md"]),
+    params:
+        datasets=DATASETS,
+    log:
+        logged("tables/paper"),
+    benchmark:
+        benchmarked("tables/paper")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval tables --scores {input} --out-dir results/tables"
+        " --datasets {params.datasets} 2> {log}"
+
+
+rule figure3:
+    input:
+        "results/scores.parquet",
+    output:
+        png="results/figures/figure3_{variant}.png",
+        svg="results/figures/figure3_{variant}.svg",
+    log:
+        logged("figures/figure3_{variant}"),
+    benchmark:
+        benchmarked("figures/figure3_{variant}")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval figure3 --scores {input} --variant {wildcards.variant} --out {output.png}"
+        " 2> {log}"
+
+
+rule figure5:
+    input:
+        matrices=expand(
+            "results/{dataset}/{{variant}}/distances/wmd.parquet", dataset=DATASETS
+        ),
+        documents=expand(
+            "results/{dataset}/{{variant}}/documents.parquet", dataset=DATASETS
+        ),
+    output:
+        png="results/figures/figure5_{variant}.png",
+        svg="results/figures/figure5_{variant}.svg",
+    params:
+        datasets=DATASETS,
+    log:
+        logged("figures/figure5_{variant}"),
+    benchmark:
+        benchmarked("figures/figure5_{variant}")
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval figure5 --datasets {params.datasets} --matrices {input.matrices}"
+        " --documents {input.documents} --out {output.png} 2> {log}"

@@ -1,0 +1,75 @@
+# Stage 3: out-of-vocabulary filter (decided on the original documents) and the variants.
+
+
+rule filter_oov:
+    input:
+        documents="results/{dataset}/ingest/documents.parquet",
+        embeddings="results/{dataset}/vectors/embeddings.parquet",
+    output:
+        documents="results/{dataset}/oov/documents.parquet",
+        report="results/{dataset}/oov/report.parquet",
+    params:
+        min_df=lambda wildcards: dataset_spec(wildcards)["vocabulary"]["min_df"],
+        max_words=lambda wildcards: json.dumps(
+            dataset_spec(wildcards)["vocabulary"]["max_words_per_doc"]
+        ),
+    log:
+        logged("{dataset}/filter_oov"),
+    benchmark:
+        benchmarked("{dataset}/filter_oov")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval filter-oov --documents {input.documents} --embeddings {input.embeddings}"
+        " --dataset {wildcards.dataset} --min-df {params.min_df}"
+        " --max-words-per-doc {params.max_words} --out-documents {output.documents}"
+        " --report {output.report} 2> {log}"
+
+
+rule select_variant:
+    input:
+        unpack(variant_inputs),
+    output:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        splits="results/{dataset}/{variant}/splits.parquet",
+    params:
+        kept=lambda wildcards, input: f"--kept {input.kept}" if "kept" in input.keys() else "",
+    log:
+        logged("{dataset}/{variant}/select_variant"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/select_variant")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval select-variant --documents {input.documents} --splits {input.splits}"
+        " {params.kept} --out-documents {output.documents} --out-splits {output.splits}"
+        " 2> {log}"
+
+
+rule oov_table:
+    input:
+        expand("results/{dataset}/oov/report.parquet", dataset=DATASETS),
+    output:
+        csv="results/tables/oov.csv",
+        md="results/tables/oov.md",
+    log:
+        logged("tables/oov"),
+    benchmark:
+        benchmarked("tables/oov")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/wmdeval.yaml"
+    shell:
+        "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
+        " --title 'Out-of-vocabulary filter and document-size control (PROTOCOL §3)' 2> {log}"

@@ -1,0 +1,282 @@
+"""``wmdeval <stage> ...``: the one entry point every Snakemake rule calls.
+
+Each sub-command parses its arguments and calls one ``run_*`` function of a stage
+module; modules are imported lazily so a job pays only for what it uses. A
+WmdevalError (bad input) ends the job with one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+
+from .io import WmdevalError
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
+
+
+def command(name: str, help_text: str):
+    def register(run: Callable):
+        def decorate(arguments: Callable[[argparse.ArgumentParser], None]):
+            COMMANDS[name] = (help_text, arguments, run)
+            return arguments
+
+        return decorate
+
+    return register
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """Snakemake's scatter item '3-of-8' -> (2, 8), 0-based."""
+    try:
+        item, total = text.split("-of-")
+        item, total = int(item), int(total)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N-of-M, got {text!r}") from None
+    if not 1 <= item <= total:
+        raise argparse.ArgumentTypeError(f"shard {text!r} out of range")
+    return item - 1, total
+
+
+# ------------------------------------------------------------------------------ stages
+def _ingest(a):
+    from .ingest import run_ingest
+
+    run_ingest(a.spec, a.documents, a.splits)
+
+
+@command("ingest", "read a corpus into documents and splits tables")(_ingest)
+def _(p):
+    p.add_argument("--spec", type=_json, required=True, help="the dataset's config (JSON)")
+    p.add_argument("--documents", required=True)
+    p.add_argument("--splits", required=True)
+
+
+def _train(a):
+    from .embeddings import run_train
+    from .ingest import tokenized_corpus
+
+    run_train([tokenized_corpus(s) for s in a.corpora], a.spec, a.out)
+
+
+@command("train-embeddings", "train the demo's Word2Vec on raw-text datasets")(_train)
+def _(p):
+    p.add_argument("--spec", type=_json, required=True, help="the embedding's config (JSON)")
+    p.add_argument("--corpora", type=_json, required=True, help="dataset configs (JSON list)")
+    p.add_argument("--out", required=True)
+
+
+def _lookup(a):
+    from .embeddings import run_lookup
+
+    run_lookup(a.documents, a.embedding, a.format, a.limit or None, a.normalize, a.out)
+
+
+@command("lookup-embeddings", "keep the vectors of the corpus vocabulary")(_lookup)
+def _(p):
+    p.add_argument("--documents", required=True)
+    p.add_argument("--embedding", required=True)
+    p.add_argument("--format", required=True)
+    p.add_argument("--limit", type=int, default=0, help="read at most N vectors; 0 = all")
+    p.add_argument("--normalize", type=_json, default=True)
+    p.add_argument("--out", required=True)
+
+
+def _duplicates(a):
+    from .duplicates import run_duplicates
+
+    run_duplicates(a.documents, a.splits, a.dataset, a.seed, a.groups, a.summary, a.kept)
+
+
+@command("duplicates", "find duplicate groups and the clean variant's survivors")(_duplicates)
+def _(p):
+    for name in ("--documents", "--splits", "--dataset", "--groups", "--summary", "--kept"):
+        p.add_argument(name, required=True)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _filter(a):
+    from .vocabulary import run_filter
+
+    run_filter(a.documents, a.embeddings, a.dataset, a.min_df, a.max_words_per_doc,
+               a.out_documents, a.report)
+
+
+@command("filter-oov", "drop out-of-vocabulary words, bound document size")(_filter)
+def _(p):
+    for name in ("--documents", "--embeddings", "--dataset", "--out-documents", "--report"):
+        p.add_argument(name, required=True)
+    p.add_argument("--min-df", type=int, default=1)
+    p.add_argument("--max-words-per-doc", type=_json, default=None)
+
+
+def _select(a):
+    from .vocabulary import run_select
+
+    run_select(a.documents, a.splits, a.kept, a.out_documents, a.out_splits)
+
+
+@command("select-variant", "restrict documents and splits to a variant")(_select)
+def _(p):
+    for name in ("--documents", "--splits", "--out-documents", "--out-splits"):
+        p.add_argument(name, required=True)
+    p.add_argument("--kept", default=None, help="doc ids to keep (Parquet); absent = all")
+
+
+def _wmd_shard(a):
+    from .wmd import run_shard
+
+    shard, n_shards = a.shard
+    run_shard(a.documents, a.embeddings, a.weighting, shard, n_shards, a.threads, a.out)
+
+
+@command("wmd-shard", "solve one shard of a WMD matrix")(_wmd_shard)
+def _(p):
+    for name in ("--documents", "--embeddings", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--weighting", choices=("bow", "tfidf"), required=True)
+    p.add_argument("--shard", type=_shard, required=True, help="N-of-M (1-based)")
+    p.add_argument("--threads", type=int, default=1)
+
+
+def _wmd_gather(a):
+    from .wmd import run_gather
+
+    run_gather(a.documents, a.shards, a.out, a.method)
+
+
+@command("wmd-gather", "assemble WMD shards into a distance matrix")(_wmd_gather)
+def _(p):
+    for name in ("--documents", "--out", "--method"):
+        p.add_argument(name, required=True)
+    p.add_argument("--shards", nargs="+", required=True)
+
+
+def _wmd_subset(a):
+    from .wmd import run_subset
+
+    run_subset(a.matrix, a.documents, a.out)
+
+
+@command("wmd-subset", "take a variant's rows and columns of a matrix")(_wmd_subset)
+def _(p):
+    for name in ("--matrix", "--documents", "--out"):
+        p.add_argument(name, required=True)
+
+
+def _evaluate(a):
+    from .evaluate import run_evaluate
+
+    run_evaluate(a.documents, a.splits, a.wmd, a.settings, a.dataset, a.variant, a.out)
+
+
+@command("evaluate", "kNN and wkNN for all methods and folds")(_evaluate)
+def _(p):
+    for name in ("--documents", "--splits", "--dataset", "--variant", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--wmd", type=_json, default={}, help="{method slug: matrix path} (JSON)")
+    p.add_argument("--settings", type=_json, required=True, help="evaluation config (JSON)")
+
+
+def _collect(a):
+    from .report import run_collect
+
+    run_collect(a.scores, a.out)
+
+
+@command("collect-scores", "concatenate per-dataset scores")(_collect)
+def _(p):
+    p.add_argument("--scores", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+
+
+def _tables(a):
+    from .report import run_tables
+
+    run_tables(a.scores, a.out_dir, a.datasets)
+
+
+@command("tables", "write the paper's tables as CSV and Markdown")(_tables)
+def _(p):
+    p.add_argument("--scores", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--datasets", nargs="+", required=True)
+
+
+def _summaries(a):
+    from .report import run_summaries
+
+    run_summaries(a.inputs, a.csv, a.md, a.title)
+
+
+@command("summary-table", "combine one-row Parquet reports into CSV + Markdown")(_summaries)
+def _(p):
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--title", required=True)
+
+
+def _figure3(a):
+    from .figures import run_figure3
+
+    run_figure3(a.scores, a.out, a.variant)
+
+
+@command("figure3", "bar chart of kNN errors")(_figure3)
+def _(p):
+    p.add_argument("--scores", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--out", required=True)
+
+
+def _figure5(a):
+    from .figures import run_figure5
+
+    items = list(zip(a.datasets, a.matrices, a.documents, strict=True))
+    run_figure5(items, a.out)
+
+
+@command("figure5", "scatter of WMD against BOW (L1/L1)")(_figure5)
+def _(p):
+    p.add_argument("--datasets", nargs="+", required=True)
+    p.add_argument("--matrices", nargs="+", required=True)
+    p.add_argument("--documents", nargs="+", required=True)
+    p.add_argument("--out", required=True)
+
+
+# -------------------------------------------------------------------------------- main
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="wmdeval", description=__doc__.splitlines()[0])
+    sub = top.add_subparsers(dest="command", required=True)
+    for name, (help_text, arguments, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        arguments(p)
+        p.set_defaults(run=run)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except WmdevalError as exc:
+        print(f"wmdeval {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Config validation against workflow/schemas/config.schema.yaml, with defaults.
+
+Errors are one line naming the key (``datasets.news.fromat: unknown key``), so a
+misspelling stops the workflow before any job runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .io import WmdevalError
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+
+
+def load_schema() -> dict:
+    with open(SCHEMA_PATH) as handle:
+        return yaml.safe_load(handle)
+
+
+def _with_defaults(validator_class):
+    """A validator that fills in ``default`` of absent properties while validating."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _location(error: jsonschema.ValidationError) -> str:
+    return ".".join(str(p) for p in error.absolute_path) or "<top level>"
+
+
+def _one_line(error: jsonschema.ValidationError) -> str:
+    where = _location(error)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        keys = ", ".join(f"{where}.{k}" if where != "<top level>" else k for k in extra)
+        return f"{keys}: unknown key (a misspelling?)"
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    if error.validator == "enum":
+        allowed = ", ".join(str(v) for v in error.validator_value)
+        return f"{where}: {error.instance!r} is not one of: {allowed}"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"{where}: expected {expected}, got {error.instance!r}"
+    return f"{where}: {error.message}"
+
+
+def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
+    """Validate ``config`` in place (defaults filled in) and return it.
+
+    Raises WmdevalError with a one-line message naming ``source`` and the key.
+    """
+    validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        # The deepest error is the most specific one (a typo inside a dataset, not "datasets").
+        error = max(errors, key=lambda e: len(e.absolute_path))
+        raise WmdevalError(f"{source}: {_one_line(error)}")
+    _check_references(config, source)
+    return config
+
+
+def _check_references(config: dict[str, Any], source: str) -> None:
+    datasets, embeddings = config["datasets"], config["embeddings"]
+    for name, spec in datasets.items():
+        where = f"{source}: datasets.{name}"
+        fmt = spec["format"]
+        if fmt == "demo" and "source" not in spec:
+            raise WmdevalError(f"{where}.source: required for format demo")
+        if fmt in ("kusner-mat", "table") and not ("path" in spec or "url" in spec):
+            raise WmdevalError(f"{where}: needs `path` or `url` for format {fmt}")
+        if fmt != "kusner-mat":
+            ref = spec.get("embeddings")
+            if ref is None:
+                raise WmdevalError(f"{where}.embeddings: required for format {fmt}")
+            if ref not in embeddings:
+                raise WmdevalError(f"{where}.embeddings: no embedding named {ref!r}")
+    for name, spec in embeddings.items():
+        where = f"{source}: embeddings.{name}"
+        if spec["format"] == "train-word2vec":
+            if not spec["train_on"]:
+                raise WmdevalError(f"{where}.train_on: list the datasets to train on")
+            for ref in spec["train_on"]:
+                if ref not in datasets:
+                    raise WmdevalError(f"{where}.train_on: no dataset named {ref!r}")
+                if datasets[ref]["format"] == "kusner-mat":
+                    raise WmdevalError(f"{where}.train_on: {ref!r} has no raw text")
+        elif not ("path" in spec or "url" in spec):
+            raise WmdevalError(f"{where}: needs `path` or `url`")
+    for ref in config.get("run") or []:
+        if ref not in datasets:
+            raise WmdevalError(f"{source}: run: no dataset named {ref!r}")
+
+
+def selected_datasets(config: dict[str, Any]) -> list[str]:
+    """The datasets this run processes, in config order."""
+    run = config.get("run")
+    return list(run) if run else list(config["datasets"])

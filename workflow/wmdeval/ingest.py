@@ -1,0 +1,251 @@
+"""Ingest: a source corpus -> the DOCUMENTS and SPLITS tables.
+
+Sources: the two real labelled corpora shipped inside the gensim wheel (the offline
+demo), and user text tables (CSV, TSV, JSON Lines, Parquet). Raw text is tokenised
+like Kusner et al.: lowercase, letters only, stop words dropped.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import io as _io
+import pickle
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from . import schemas
+from .io import WmdevalError, write_table
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STOPWORD_LISTS = {"kusner115": REPO_ROOT / "resources" / "stopwords" / "kusner115.txt"}
+_LETTERS = re.compile(r"[a-z]+")
+
+
+# --------------------------------------------------------------------------- tokenising
+def load_stopwords(choice: str) -> frozenset[str]:
+    """'kusner115', 'none', or a path to a file with one word per line."""
+    if choice == "none":
+        return frozenset()
+    path = STOPWORD_LISTS.get(choice, Path(choice))
+    if not path.exists():
+        raise WmdevalError(f"{path}: stop-word list not found (stopwords: {choice!r})")
+    return frozenset(w.strip().lower() for w in path.read_text().split() if w.strip())
+
+
+def tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
+    """Lowercase, keep runs of ASCII letters, drop stop words."""
+    return [t for t in _LETTERS.findall(text.lower()) if t not in stopwords]
+
+
+# ------------------------------------------------------------------ the bundled corpora
+def _gensim_data(name: str) -> Path:
+    from gensim.test.utils import datapath
+
+    path = Path(datapath(name))
+    if not path.exists():
+        raise WmdevalError(f"{path}: bundled gensim corpus {name!r} not found")
+    return path
+
+
+class _NewsgroupUnpickler(pickle.Unpickler):
+    """Loads the Python 2 pickle of an old scikit-learn Bunch and nothing else.
+
+    Only the globals this one file needs are resolved; anything else (a tampered file)
+    is refused, so unpickling cannot run arbitrary code.
+    """
+
+    @staticmethod
+    def _allowed() -> dict[tuple[str, str], object]:
+        multiarray = getattr(np, "_core", None) or np.core
+        return {
+            ("copy_reg", "_reconstructor"): copyreg._reconstructor,
+            ("sklearn.datasets.base", "Bunch"): dict,
+            ("__builtin__", "dict"): dict,
+            ("numpy.core.multiarray", "_reconstruct"): multiarray.multiarray._reconstruct,
+            ("numpy", "ndarray"): np.ndarray,
+            ("numpy", "dtype"): np.dtype,
+        }
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self._allowed()[(module, name)]
+        except KeyError:
+            raise WmdevalError(f"mini_newsgroup: refusing to unpickle {module}.{name}") from None
+
+
+def strip_news_headers(post: str) -> str:
+    """The body of a Usenet post: everything after the first blank line.
+
+    The headers name the newsgroup, i.e. the label; keeping them would leak it.
+    """
+    head, sep, body = post.partition("\n\n")
+    return body if sep else post
+
+
+def load_mini_newsgroup() -> tuple[list[str], list[str]]:
+    path = _gensim_data("mini_newsgroup")
+    raw = zlib.decompress(path.read_bytes())
+    bunch = _NewsgroupUnpickler(_io.BytesIO(raw), encoding="latin1").load()
+    names = list(bunch["target_names"])
+    texts = [strip_news_headers(t) for t in bunch["data"]]
+    labels = [names[int(t)] for t in bunch["target"]]
+    return texts, labels
+
+
+def load_pang_lee_polarity() -> tuple[list[str], list[str]]:
+    path = _gensim_data("pang_lee_polarity.cor")
+    # The file is not UTF-8 (Windows-1252 punctuation); only ASCII letters are kept anyway.
+    texts, labels = [], []
+    for number, line in enumerate(path.read_text(encoding="latin-1").splitlines(), 1):
+        if not line.strip():
+            continue
+        tag, _, text = line.partition(" ")
+        if not tag.startswith("__label__"):
+            raise WmdevalError(f"{path}: line {number}: expected '__label__<name> <text>'")
+        labels.append(tag.removeprefix("__label__"))
+        texts.append(text)
+    return texts, labels
+
+
+DEMO_SOURCES = {"mini_newsgroup": load_mini_newsgroup, "pang_lee_polarity": load_pang_lee_polarity}
+
+
+# -------------------------------------------------------------------------- text tables
+def read_text_table(path: Path, text_column: str, label_column: str,
+                    split_column: str | None) -> tuple[list[str], list[str], list[str] | None]:
+    """Read texts, labels and optional train/test values from CSV/TSV/JSONL/Parquet."""
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise WmdevalError(f"{path}: file not found")
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    try:
+        if path.suffix.lower() == ".parquet":
+            table = pq.read_table(path)
+        elif path.suffix.lower() in (".jsonl", ".ndjson") or suffixes.endswith(".jsonl.gz"):
+            table = pjson.read_json(path)
+        elif path.suffix.lower() in (".tsv", ".tab") or suffixes.endswith(".tsv.gz"):
+            table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter="\t"))
+        elif path.suffix.lower() == ".csv" or suffixes.endswith(".csv.gz"):
+            table = pcsv.read_csv(path)
+        else:
+            raise WmdevalError(f"{path}: unknown table format (expected .csv, .tsv, .jsonl "
+                               "or .parquet)")
+    except pa.ArrowInvalid as exc:
+        raise WmdevalError(f"{path}: cannot parse table ({str(exc).splitlines()[0]})") from None
+    columns = [text_column, label_column] + ([split_column] if split_column else [])
+    for column in columns:
+        if column not in table.column_names:
+            raise WmdevalError(f"{path}: no column {column!r} (columns: "
+                               f"{', '.join(table.column_names)})")
+    texts = ["" if t is None else str(t) for t in table.column(text_column).to_pylist()]
+    labels = table.column(label_column).to_pylist()
+    for row, label in enumerate(labels):
+        if label is None:
+            raise WmdevalError(f"{path}: row {row + 1}: empty {label_column!r}")
+    splits = None
+    if split_column:
+        splits = [str(s).strip().lower() for s in table.column(split_column).to_pylist()]
+        bad = sorted(set(splits) - {"train", "test"})
+        if bad:
+            raise WmdevalError(f"{path}: column {split_column!r} must hold train/test, "
+                               f"found {bad[0]!r}")
+    return texts, [str(label) for label in labels], splits
+
+
+# ------------------------------------------------------------------------------- tables
+def documents_table(bags: Sequence[Counter], labels: Sequence[str]) -> pa.Table:
+    """Bags of words + labels -> DOCUMENTS (words sorted, label codes by sorted name)."""
+    names = sorted(set(labels))
+    code = {name: c for c, name in enumerate(names)}
+    words = [sorted(bag) for bag in bags]
+    counts = [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)]
+    return pa.table(
+        {
+            "doc_id": pa.array(np.arange(len(bags), dtype=np.int32)),
+            "label": pa.array(list(labels), pa.string()),
+            "y": pa.array([code[label] for label in labels], pa.int32()),
+            "words": pa.array(words, pa.list_(pa.string())),
+            "counts": pa.array(counts, pa.list_(pa.float64())),
+        },
+        schema=schemas.DOCUMENTS,
+    )
+
+
+def random_splits(n_docs: int, folds: int, test_size: float, seed: int) -> pa.Table:
+    """``folds`` seeded random train/test splits of all documents (SPLITS)."""
+    from sklearn.model_selection import train_test_split
+
+    rows_fold, rows_doc, rows_subset = [], [], []
+    ids = np.arange(n_docs)
+    for fold in range(folds):
+        train, test = train_test_split(ids, test_size=test_size, random_state=seed + fold)
+        for subset, members in (("train", np.sort(train)), ("test", np.sort(test))):
+            rows_fold.extend([fold] * len(members))
+            rows_doc.extend(members.tolist())
+            rows_subset.extend([subset] * len(members))
+    return splits_table(rows_fold, rows_doc, rows_subset)
+
+
+def fixed_split(subsets: Iterable[str]) -> pa.Table:
+    """One fold from per-document 'train'/'test' values (SPLITS)."""
+    subsets = list(subsets)
+    order = sorted(range(len(subsets)), key=lambda d: (subsets[d] != "train", d))
+    return splits_table([0] * len(order), order, [subsets[d] for d in order])
+
+
+def splits_table(folds: Sequence[int], doc_ids: Sequence[int], subsets: Sequence[str]) -> pa.Table:
+    return pa.table(
+        {
+            "fold": pa.array(folds, pa.int16()),
+            "doc_id": pa.array(doc_ids, pa.int32()),
+            "subset": pa.array(subsets, pa.string()),
+        },
+        schema=schemas.SPLITS,
+    )
+
+
+# ----------------------------------------------------------------------------- entry
+def load_texts(spec: dict) -> tuple[list[str], list[str], list[str] | None]:
+    """(texts, labels, train/test values or None) of a raw-text dataset spec."""
+    if spec["format"] == "demo":
+        texts, labels = DEMO_SOURCES[spec["source"]]()
+        return texts, labels, None
+    if spec["format"] == "table":
+        return read_text_table(Path(spec["path"]), spec["text_column"], spec["label_column"],
+                               spec.get("split_column"))
+    raise WmdevalError(f"format {spec['format']!r} has no raw text")
+
+
+def tokenized_corpus(spec: dict) -> list[list[str]]:
+    """The dataset's documents as token lists (used to train demo embeddings)."""
+    stopwords = load_stopwords(spec["stopwords"])
+    texts, _, _ = load_texts(spec)
+    return [tokenize(t, stopwords) for t in texts]
+
+
+def ingest(spec: dict) -> tuple[pa.Table, pa.Table]:
+    """A dataset spec (validated config entry) -> (DOCUMENTS, SPLITS)."""
+    texts, labels, subsets = load_texts(spec)
+    stopwords = load_stopwords(spec["stopwords"])
+    bags = [Counter(tokenize(t, stopwords)) for t in texts]
+    documents = documents_table(bags, labels)
+    if subsets is not None:
+        splits = fixed_split(subsets)
+    else:
+        splits = random_splits(len(bags), spec["folds"], spec["test_size"], spec["split_seed"])
+    return documents, splits
+
+
+def run_ingest(spec: dict, documents_path: str, splits_path: str) -> None:
+    documents, splits = ingest(spec)
+    write_table(documents, documents_path, schemas.DOCUMENTS)
+    write_table(splits, splits_path, schemas.SPLITS)

@@ -1,0 +1,293 @@
+"""Result tables: collect the per-dataset scores and render the paper's Tables 2, 3 and 6.
+
+Every cell is the test error in percent over the folds of one dataset: "mean ± std"
+(numpy's std, ddof = 0) for five-fold datasets, a single number for one-fold datasets
+(PROTOCOL §6). The "rel." column is the mean over datasets of a method's mean error
+divided by the mean error of a reference row, BOW (L1/L1) with kNN by default.
+"""
+
+from __future__ import annotations
+
+import csv
+import io as stdio
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from . import methods as methods_module
+from . import schemas
+from .io import WmdevalError, atomic_path, read_table, write_table
+
+#: Appended to the cell text of the lowest mean in each column (Markdown bold would be
+#: lost in the CSV, so one plain-text marker serves both).
+BEST_MARKER = " *"
+BEST_NOTE = "`*` marks the lowest mean error in each column (and the lowest rel.)."
+
+#: Variants and classifiers in the order they are reported; unknown values sort after.
+VARIANT_ORDER = ("original", "clean")
+CLASSIFIER_ORDER = ("knn", "wknn")
+METHOD_NAMES = tuple(m.name for m in methods_module.METHODS)
+
+# Means closer than this (in percent) count as a tie for the best-row marker: equal
+# error counts can differ in the last bits after averaging folds in another order.
+_TIE_TOLERANCE = 1e-9
+
+
+# --------------------------------------------------------------------------- collect
+
+
+def _rank(order: Sequence[str], value: str) -> tuple[int, str]:
+    """Sort key: position in ``order``, unknown values after it in alphabetical order."""
+    return (order.index(value), "") if value in order else (len(order), value)
+
+
+def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
+    """Concatenate SCORES files, sorted by dataset (order of first appearance in
+    ``paths``), variant, method (Table 2 row order), classifier and fold.
+
+    A (dataset, variant, method, classifier, fold) key present twice means two inputs
+    overlap, which would silently double-count a fold, so it is an error.
+    """
+    parts = [read_table(p, schemas.SCORES).cast(schemas.SCORES) for p in paths]
+    if not parts:
+        return schemas.SCORES.empty_table()
+    table = pa.concat_tables(parts)
+    columns = {name: table.column(name).to_pylist() for name in schemas.SCORES.names}
+    dataset_order = list(dict.fromkeys(columns["dataset"]))
+
+    keys = list(zip(columns["dataset"], columns["variant"], columns["method"],
+                    columns["classifier"], columns["fold"], strict=True))
+    seen: set[tuple] = set()
+    for key in keys:
+        if key in seen:
+            raise WmdevalError(f"scores: duplicate row for {key} in {', '.join(map(str, paths))}")
+        seen.add(key)
+
+    def sort_key(row: int) -> tuple:
+        dataset, variant, method, classifier, fold = keys[row]
+        return (dataset_order.index(dataset), _rank(VARIANT_ORDER, variant),
+                _rank(METHOD_NAMES, method), _rank(CLASSIFIER_ORDER, classifier), fold)
+
+    order = sorted(range(table.num_rows), key=sort_key)
+    return table.take(pa.array(order, type=pa.int64()))
+
+
+def run_collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> None:
+    """Write ``results/scores.parquet`` from the per-(dataset, variant) score files."""
+    write_table(collect_scores(paths), out_path, schemas.SCORES)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class CellErrors:
+    """Test errors (percent) of one method on one dataset, one value per fold."""
+
+    errors: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.errors))
+
+    def text(self) -> str:
+        if len(self.errors) > 1:
+            return f"{self.mean:.1f} ± {float(np.std(self.errors)):.1f}"
+        return f"{self.mean:.1f}"
+
+
+def format_errors(errors_percent: Sequence[float]) -> str:
+    """"mean ± std" (one decimal, ddof = 0) for several folds, the number for one fold."""
+    return CellErrors(np.asarray(errors_percent, dtype=np.float64)).text()
+
+
+def fold_errors(scores: pa.Table, variant: str, classifier: str) -> dict[tuple[str, str],
+                                                                        CellErrors]:
+    """(method, dataset) -> per-fold test errors in percent, in fold order."""
+    columns = {n: scores.column(n).to_pylist()
+               for n in ("dataset", "variant", "method", "classifier", "fold", "test_error")}
+    collected: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for dataset, var, method, clf, fold, error in zip(*columns.values(), strict=True):
+        if var == variant and clf == classifier:
+            collected.setdefault((method, dataset), []).append((fold, 100.0 * error))
+    return {key: CellErrors(np.array([e for _, e in sorted(values)]))
+            for key, values in collected.items()}
+
+
+def relative_error(method_means: dict[str, float], reference_means: dict[str, float],
+                   datasets: Sequence[str]) -> float | None:
+    """Mean over the method's datasets of its mean error / the reference's mean error.
+
+    None when the reference lacks one of those datasets or has a zero error there
+    (the ratio is undefined), or when the method has no dataset at all.
+    """
+    ratios = []
+    for dataset in datasets:
+        if dataset not in method_means:
+            continue
+        reference = reference_means.get(dataset)
+        if reference is None or reference == 0:
+            return None
+        ratios.append(method_means[dataset] / reference)
+    return float(np.mean(ratios)) if ratios else None
+
+
+def table_header(datasets: Sequence[str]) -> list[str]:
+    return ["method", *datasets, "rel."]
+
+
+def paper_table(scores: pa.Table, variant: str, classifier: str,
+                methods: Sequence[str] | None, datasets: Sequence[str],
+                reference_variant: str | None = None, reference_classifier: str = "knn",
+                reference_method: str = methods_module.REFERENCE) -> list[list[str]]:
+    """Rows of one results table: ``[method, cell per dataset..., rel.]`` (all strings).
+
+    Rows are the requested ``methods`` (default: all 14) that have scores, in Table 2
+    order. rel. is relative to ``reference_method`` under ``reference_classifier`` and
+    ``reference_variant`` (default: the table's own variant); for the paper's Table 6
+    that is BOW (L1/L1) with the standard kNN, not with wkNN. Cells without scores are
+    empty strings; the lowest mean of each column carries :data:`BEST_MARKER`.
+    """
+    wanted = METHOD_NAMES if methods is None else tuple(methods)
+    cells = fold_errors(scores, variant, classifier)
+    reference_cells = fold_errors(scores, reference_variant or variant, reference_classifier)
+    reference_means = {d: c.mean for (m, d), c in reference_cells.items()
+                       if m == reference_method}
+    present = {m for m, _ in cells}
+    row_methods = [m for m in METHOD_NAMES if m in wanted and m in present]
+    row_methods += sorted(m for m in wanted if m in present and m not in METHOD_NAMES)
+
+    # Numeric value behind every cell (None = empty), used for the best-row marker.
+    values: list[list[float | None]] = []
+    texts: list[list[str]] = []
+    for method in row_methods:
+        row_cells = [cells.get((method, d)) for d in datasets]
+        means = {d: c.mean for d, c in zip(datasets, row_cells, strict=True) if c is not None}
+        rel = relative_error(means, reference_means, datasets)
+        values.append([c.mean if c is not None else None for c in row_cells] + [rel])
+        texts.append([c.text() if c is not None else "" for c in row_cells]
+                     + ["" if rel is None else f"{rel:.3f}"])
+
+    for column in range(len(datasets) + 1):
+        column_values = [row[column] for row in values if row[column] is not None]
+        if not column_values:
+            continue
+        best = min(column_values)
+        for row, text in zip(values, texts, strict=True):
+            if row[column] is not None and row[column] - best <= _TIE_TOLERANCE:
+                text[column] += BEST_MARKER
+    return [[method, *text] for method, text in zip(row_methods, texts, strict=True)]
+
+
+def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """A GitHub pipe table (no trailing newline)."""
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+def write_table_files(rows: Sequence[Sequence[str]], header: Sequence[str],
+                      csv_path: str | os.PathLike, md_path: str | os.PathLike,
+                      title: str, note: str) -> None:
+    """Write the table as CSV (header row first) and as Markdown (title, table, note)."""
+    buffer = stdio.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    markdown = f"# {title}\n\n{markdown_table(rows, header)}\n\n{note}\n"
+    for path, text in ((csv_path, buffer.getvalue()), (md_path, markdown)):
+        with atomic_path(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str  # file stem under results/tables
+    title: str
+    variant: str
+    classifier: str
+    methods: tuple[str, ...]
+
+
+_WKNN_METHODS = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec("table2", "Table 2: kNN test error (%), original data", "original", "knn",
+              METHOD_NAMES),
+    TableSpec("table3", "Table 3: kNN test error (%), clean data (no duplicate documents)",
+              "clean", "knn", METHOD_NAMES),
+    TableSpec("table6", "Table 6: weighted kNN (wkNN) test error (%), original data",
+              "original", "wknn", _WKNN_METHODS),
+    TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
+              "clean", "wknn", _WKNN_METHODS),
+)
+
+
+#: The kNN table whose first row is the rel. reference of a wkNN table.
+_KNN_TABLE = {"original": "Table 2", "clean": "Table 3"}
+
+
+def empty_test_documents(scores: pa.Table, variant: str, classifier: str) -> dict[str, int]:
+    """dataset -> test documents without words, summed over folds (0s left out).
+
+    Every method of a fold sees the same test set, so the per-fold count is the
+    largest any method reports.
+    """
+    per_fold: dict[tuple[str, int], int] = {}
+    columns = [scores.column(n).to_pylist()
+               for n in ("dataset", "variant", "classifier", "fold", "n_test_empty")]
+    for dataset, var, clf, fold, empty in zip(*columns, strict=True):
+        if var == variant and clf == classifier:
+            per_fold[dataset, fold] = max(per_fold.get((dataset, fold), 0), empty)
+    totals: dict[str, int] = {}
+    for (dataset, _), empty in per_fold.items():
+        totals[dataset] = totals.get(dataset, 0) + empty
+    return {d: n for d, n in totals.items() if n > 0}
+
+
+def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
+    if not has_rows:
+        return (f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}': "
+                "this table has no rows.")
+    lines = [
+        "Test error in percent: mean ± standard deviation over the folds (ddof = 0) for "
+        "five-fold datasets, a single number for one-fold datasets.",
+        f"rel.: mean over datasets of the method's mean error divided by that of "
+        f"{methods_module.REFERENCE} with the standard kNN on the {spec.variant} data"
+        + (f" (the first row of {_KNN_TABLE.get(spec.variant, 'the kNN table')})."
+           if spec.classifier != "knn" else "."),
+        BEST_NOTE,
+    ]
+    empty = empty_test_documents(scores, spec.variant, spec.classifier)
+    if empty:
+        counts = ", ".join(f"{d} {n}" for d, n in empty.items())
+        lines.append(f"Test documents without words, counted as errors for every method: "
+                     f"{counts}.")
+    return "\n\n".join(lines)
+
+
+def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
+               datasets: Sequence[str] | None = None) -> list[Path]:
+    """Write table2, table3, table6 and table6_clean as .csv and .md into ``out_dir``.
+
+    ``datasets`` gives the columns and their order (default: the order in the scores).
+    Returns the written paths.
+    """
+    scores = read_table(scores_path, schemas.SCORES)
+    if datasets is None:
+        datasets = list(dict.fromkeys(scores.column("dataset").to_pylist()))
+    out_dir = Path(out_dir)
+    written = []
+    for spec in TABLES:
+        rows = paper_table(scores, spec.variant, spec.classifier, spec.methods, datasets,
+                           reference_variant=spec.variant, reference_classifier="knn")
+        csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
+        write_table_files(rows, table_header(datasets), csv_path, md_path, spec.title,
+                          table_note(spec, scores, bool(rows)))
+        written += [csv_path, md_path]
+    return written

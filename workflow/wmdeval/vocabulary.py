@@ -1,0 +1,100 @@
+"""Vocabulary: out-of-vocabulary filtering (PROTOCOL §3), document-size control, and the
+per-variant document sets.
+
+The filter is decided once on the original documents and applied to every variant,
+so the clean variant's documents are exactly a subset of the original's (and its WMD
+matrix a sub-matrix of theirs).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import schemas
+from .io import WmdevalError, read_documents, read_splits, read_table, write_table
+
+
+def filter_documents(documents: pa.Table, known: set[str], min_df: int = 1,
+                     max_words_per_doc: int | None = None) -> tuple[pa.Table, dict]:
+    """Keep words that the embedding knows and that occur in >= min_df documents, then at
+    most ``max_words_per_doc`` distinct words per document (most frequent first, ties
+    alphabetical). Returns the filtered DOCUMENTS and the report counts."""
+    words = documents.column("words").to_pylist()
+    counts = documents.column("counts").to_pylist()
+    df = Counter(w for ws in words for w in ws)
+    vocabulary = {w for w in df if w in known and df[w] >= min_df}
+
+    new_words, new_counts = [], []
+    tokens_oov = tokens_rare = tokens_capped = 0.0
+    for ws, cs in zip(words, counts, strict=True):
+        kept = []
+        for w, c in zip(ws, cs, strict=True):
+            if w not in known:
+                tokens_oov += c
+            elif w not in vocabulary:
+                tokens_rare += c
+            else:
+                kept.append((w, c))
+        if max_words_per_doc is not None and len(kept) > max_words_per_doc:
+            kept.sort(key=lambda wc: (-wc[1], wc[0]))
+            tokens_capped += sum(c for _, c in kept[max_words_per_doc:])
+            kept = sorted(kept[:max_words_per_doc])
+        new_words.append([w for w, _ in kept])
+        new_counts.append([c for _, c in kept])
+
+    filtered = documents.set_column(3, "words", pa.array(new_words, pa.list_(pa.string())))
+    filtered = filtered.set_column(4, "counts", pa.array(new_counts, pa.list_(pa.float64())))
+    vocabulary_after = {w for ws in new_words for w in ws}
+    report = {
+        "documents": documents.num_rows,
+        "vocabulary_before": len(df),
+        "vocabulary_after": len(vocabulary_after),
+        "types_oov": sum(1 for w in df if w not in known),
+        "types_below_min_df": sum(1 for w in df if w in known and df[w] < min_df),
+        "tokens_before": float(sum(sum(cs) for cs in counts)),
+        "tokens_after": float(sum(sum(cs) for cs in new_counts)),
+        "tokens_oov": tokens_oov,
+        "tokens_below_min_df": tokens_rare,
+        "tokens_over_word_cap": tokens_capped,
+        "empty_before": sum(1 for ws in words if not ws),
+        "empty_after": sum(1 for ws in new_words if not ws),
+        "min_df": min_df,
+        "max_words_per_doc": -1 if max_words_per_doc is None else max_words_per_doc,
+        "max_distinct_words_after": max((len(ws) for ws in new_words), default=0),
+    }
+    return filtered, report
+
+
+def select_variant(documents: pa.Table, splits: pa.Table,
+                   kept: np.ndarray | None) -> tuple[pa.Table, pa.Table]:
+    """Restrict documents and every split to the kept doc ids (None = keep all)."""
+    if kept is None:
+        return documents, splits
+    kept_ids = pa.array(np.asarray(kept, dtype=np.int32))
+    return (documents.filter(pc.is_in(documents.column("doc_id"), kept_ids)),
+            splits.filter(pc.is_in(splits.column("doc_id"), kept_ids)))
+
+
+def run_filter(documents_path: str, embeddings_path: str, dataset: str, min_df: int,
+               max_words_per_doc: int | None, out_documents: str, out_report: str) -> None:
+    documents = read_documents(documents_path)
+    embeddings = read_table(embeddings_path)
+    known = set(embeddings.column("word").to_pylist())
+    if not known:
+        raise WmdevalError(f"{embeddings_path}: no word of dataset {dataset!r} has an embedding")
+    filtered, report = filter_documents(documents, known, min_df, max_words_per_doc)
+    write_table(filtered, out_documents, schemas.DOCUMENTS)
+    write_table(pa.Table.from_pylist([{"dataset": dataset, **report}]), out_report)
+
+
+def run_select(documents_path: str, splits_path: str, kept_path: str | None,
+               out_documents: str, out_splits: str) -> None:
+    kept = read_table(kept_path).column("doc_id").to_numpy() if kept_path else None
+    documents, splits = select_variant(read_documents(documents_path), read_splits(splits_path),
+                                       kept)
+    write_table(documents, out_documents, schemas.DOCUMENTS)
+    write_table(splits, out_splits, schemas.SPLITS)
