@@ -255,8 +255,9 @@ def evaluate_fold(distances: np.ndarray | DistanceBlock, y: np.ndarray, train_po
     empty = np.asarray(empty, dtype=bool)
     train = np.sort(np.asarray(train_pos, dtype=np.int64))
     test = np.sort(np.asarray(test_pos, dtype=np.int64))
-    if settings["empty_documents"] == "drop":
-        n_test_empty = int(np.count_nonzero(empty[test]))
+    dropping = settings["empty_documents"] == "drop"
+    if dropping:
+        n_test_dropped = int(np.count_nonzero(empty[test]))
         train, test = train[~empty[train]], test[~empty[test]]
     if len(test) == 0:
         raise io.WmdevalError("a fold has no test documents left to evaluate")
@@ -278,8 +279,9 @@ def evaluate_fold(distances: np.ndarray | DistanceBlock, y: np.ndarray, train_po
     row_of_val = np.full(len(train), -1, dtype=np.int64)
     row_of_val[val_union] = np.arange(len(val_union))
     dist_test = dist[len(val_union):]
-    if settings["empty_documents"] == "error":
-        n_test_empty = int(np.count_nonzero(query_empty[len(val_union):]))
+    # "drop": the empty test documents that were removed; "error": those counted as errors
+    n_test_empty = (n_test_dropped if dropping
+                    else int(np.count_nonzero(query_empty[len(val_union):])))
     y_train, y_test = y[train], y[test]
 
     knn, wknn = settings["knn"], settings["wknn"]
@@ -311,7 +313,7 @@ def _fold_result(classifier: str, param: float, val_accuracy: float, predictions
         "classifier": classifier,
         "param": float(param),
         "val_accuracy": float(val_accuracy),
-        "test_error": 1.0 - accuracy(predictions, y_test),
+        "test_error": float(np.mean(predictions != y_test)),
         "n_test": int(len(y_test)),
         "n_test_empty": n_test_empty,
         "n_val_empty": int(np.count_nonzero(val_empty)),

@@ -291,3 +291,25 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
                           table_note(spec, scores, bool(rows)))
         written += [csv_path, md_path]
     return written
+
+
+def summary_rows(tables: Sequence[pa.Table]) -> tuple[list[str], list[list[str]]]:
+    """One-row report tables (same columns) -> (header, rows as text)."""
+    combined = pa.concat_tables(tables, promote_options="default")
+    header = combined.column_names
+
+    def text(value) -> str:
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        if isinstance(value, list):
+            return " ".join(text(v) for v in value)
+        return str(value)
+
+    return header, [[text(row[c]) for c in header] for row in combined.to_pylist()]
+
+
+def run_summaries(inputs: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
+                  md_path: str | os.PathLike, title: str) -> None:
+    """Combine per-dataset one-row reports (duplicates, OOV) into one CSV + Markdown table."""
+    header, rows = summary_rows([read_table(path) for path in inputs])
+    write_table_files(rows, header, csv_path, md_path, title, "One row per dataset.")

@@ -42,7 +42,8 @@ def embeddings_schema(dim: int) -> pa.Schema:
     return pa.schema(
         [
             _field("word", pa.string(), "the word"),
-            _field("vector", pa.list_(pa.float32(), dim), "embedding (L2-normalised if configured)"),
+            _field("vector", pa.list_(pa.float32(), dim),
+                   "embedding (L2-normalised if configured)"),
             _field("norm", pa.float32(), "L2 norm of the vector as read, before normalisation"),
         ]
     )

@@ -1,0 +1,413 @@
+"""kNN / wkNN classification and tuning (wmdeval.evaluate) against plain-loop versions."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from sklearn.model_selection import train_test_split
+
+from wmdeval import evaluate, io, schemas
+from wmdeval.methods import BASELINES, METHODS
+
+GAMMAS = evaluate.DEFAULT_SETTINGS["wknn"]["gammas"]
+
+
+# --------------------------------------------------------------------------- plain loops
+
+
+def loop_neighbours(row, k):
+    ranked = sorted((d, j) for j, d in enumerate(row) if np.isfinite(d))
+    chosen = [j for _, j in ranked[:k]]
+    return chosen + [-1] * (k - len(chosen))
+
+
+def loop_winner(totals):
+    if not totals:
+        return -1
+    best = max(totals.values())
+    return min(label for label, total in totals.items() if total == best)
+
+
+def loop_knn(row, y_train, k):
+    labels = [y_train[j] for j in loop_neighbours(row, k) if j >= 0]
+    return loop_winner(Counter(labels))
+
+
+def loop_wknn(row, y_train, k, gamma):
+    chosen = [j for j in loop_neighbours(row, k) if j >= 0]
+    if not chosen:
+        return -1, False
+    d = np.array([row[j] for j in chosen], dtype=np.float64)
+    weights = np.exp(-(d - d[0]) / gamma)
+    totals = {}
+    for j, w in zip(chosen, weights, strict=True):
+        totals[y_train[j]] = totals.get(y_train[j], 0.0) + float(w)
+    return loop_winner(totals), bool(np.exp(-d[0] / gamma) == 0)
+
+
+def loop_select(candidates, accuracy_of):
+    best, best_acc = None, -1.0
+    for c in sorted(candidates):
+        acc = accuracy_of(c)
+        if acc > best_acc:
+            best, best_acc = c, acc
+    return best, best_acc
+
+
+def loop_accuracy(predictions, y_true):
+    return sum(int(p == t) for p, t in zip(predictions, y_true, strict=True)) / len(y_true)
+
+
+def tied_distances(rng, n_rows, n_cols, nan_cols=2, nan_rows=1, scale=1.0):
+    """Distances rounded to 1 decimal (frequent ties), some NaN columns and all-NaN rows."""
+    dist = np.round(rng.uniform(0, 1, (n_rows, n_cols)), 1) * scale
+    dist[:, rng.choice(n_cols, nan_cols, replace=False)] = np.nan
+    dist[rng.choice(n_rows, nan_rows, replace=False)] = np.nan
+    dist[rng.uniform(size=dist.shape) < 0.03] = np.nan  # scattered undefined pairs too
+    return dist
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("k", [1, 3, 7, 19, 45])
+def test_rank_neighbours_matches_sorted_loop(seed, k):
+    rng = np.random.default_rng(seed)
+    dist = tied_distances(rng, 25, 40)
+    got = evaluate.rank_neighbours(dist, k)
+    assert got.shape == (25, k)
+    assert got.tolist() == [loop_neighbours(row, k) for row in dist]
+
+
+def test_rank_neighbours_tie_at_kth_boundary_goes_to_lower_index():
+    # 20 columns at 0.1, 20 at 0.2, 160 at 0.5, scattered: for k = 3, 41 or 43 the k-th
+    # value is shared by many columns, and argpartition may pick any of them.
+    row = np.random.default_rng(3).permutation(
+        np.array([0.5, 0.1, 0.5, 0.5, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5] * 20))
+    for k in (1, 2, 3, 5, 41, 42, 43, 120):
+        assert evaluate.rank_neighbours(row[None], k)[0].tolist() == loop_neighbours(row, k)
+
+
+def test_rank_neighbours_nan_never_a_neighbour():
+    dist = np.array([[np.nan, 0.3, np.nan, 0.1], [np.nan] * 4])
+    assert evaluate.rank_neighbours(dist, 3).tolist() == [[3, 1, -1], [-1, -1, -1]]
+
+
+def test_rank_neighbours_float32_input():
+    dist = np.array([[0.2, 0.1, 0.1]], dtype=np.float32)
+    assert evaluate.rank_neighbours(dist, 2).tolist() == [[1, 2]]
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+def test_knn_hand_computed():
+    dist = np.array([[0.3, 0.1, 0.2, 0.4]])
+    y_train = np.array([1, 0, 1, 0])
+    neighbours = evaluate.rank_neighbours(dist, 4)
+    assert neighbours.tolist() == [[1, 2, 0, 3]]
+    predictions = [int(evaluate.knn_predict(neighbours, y_train, k)[0]) for k in (1, 2, 3, 4)]
+    # k=2 and k=4 are 1:1 and 2:2 ties between labels 0 and 1 -> the smaller label, 0
+    assert predictions == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("k", [1, 2, 4, 19])
+def test_knn_matches_loop(seed, k):
+    rng = np.random.default_rng(100 + seed)
+    dist = tied_distances(rng, 30, 35)
+    y_train = rng.integers(0, 4, 35)
+    got = evaluate.knn_predict(evaluate.rank_neighbours(dist, 19), y_train, k)
+    assert got.tolist() == [loop_knn(row, y_train, k) for row in dist]
+    assert (got[np.isnan(dist).all(axis=1)] == -1).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gamma", [0.005, 0.05, 0.1, 1.0])
+def test_wknn_matches_loop(seed, gamma):
+    rng = np.random.default_rng(200 + seed)
+    dist = tied_distances(rng, 30, 35, scale=0.2)
+    y_train = rng.integers(0, 3, 35)
+    neighbours = evaluate.rank_neighbours(dist, 19)
+    got, n_underflow = evaluate.wknn_predict(dist, neighbours, y_train, gamma)
+    expected = [loop_wknn(row, y_train, 19, gamma) for row in dist]
+    assert got.tolist() == [p for p, _ in expected]
+    assert n_underflow == sum(u for _, u in expected)
+
+
+def test_wknn_hand_computed():
+    dist = np.array([[0.1, 0.2, 0.2]])
+    y_train = np.array([0, 1, 1])
+    neighbours = evaluate.rank_neighbours(dist, 3)
+    # gamma small: 1 vs 2 e^-10 -> label 0; gamma large: 1 vs 2 e^-0.01 -> label 1
+    assert evaluate.wknn_predict(dist, neighbours, y_train, 0.01)[0].tolist() == [0]
+    assert evaluate.wknn_predict(dist, neighbours, y_train, 10.0)[0].tolist() == [1]
+
+
+def test_wknn_underflow_still_predicts_nearest_class():
+    dist = np.array([[5.0, 5.02, 5.03], [0.01, 0.02, 0.5]])
+    y_train = np.array([2, 0, 0])
+    assert np.exp(-5.0 / 0.005) == 0  # the naive weights are all 0 for the first query
+    neighbours = evaluate.rank_neighbours(dist, 3)
+    predictions, n_underflow = evaluate.wknn_predict(dist, neighbours, y_train, 0.005)
+    assert predictions.tolist() == [2, 2]
+    assert n_underflow == 1
+
+
+# --------------------------------------------------------------------------- tuning
+
+
+def test_select_k_hand_computed():
+    # Two validation queries against four fit documents.
+    dist = np.array([[0.1, 0.2, 0.3, 0.4],
+                     [0.4, 0.3, 0.2, 0.1]])
+    y_fit = np.array([0, 1, 1, 1])
+    y_val = np.array([1, 1])
+    # k=1: [0, 1] -> 0.5; k=2: [0 (tie), 1] -> 0.5; k=3: [1, 1] -> 1.0; k=4: [1, 1] -> 1.0
+    assert evaluate.select_k(dist, y_fit, y_val, range(1, 5)) == (3, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_select_k_and_gamma_match_loops(seed):
+    rng = np.random.default_rng(300 + seed)
+    dist = tied_distances(rng, 40, 60, scale=0.3)
+    y_fit = rng.integers(0, 3, 60)
+    y_val = rng.integers(0, 3, 40)
+
+    def knn_accuracy(k):
+        return loop_accuracy([loop_knn(row, y_fit, k) for row in dist], y_val)
+
+    def wknn_accuracy(gamma):
+        return loop_accuracy([loop_wknn(row, y_fit, 19, gamma)[0] for row in dist], y_val)
+
+    assert evaluate.select_k(dist, y_fit, y_val) == loop_select(range(1, 20), knn_accuracy)
+    assert (evaluate.select_gamma(dist, y_fit, y_val, GAMMAS, 19)
+            == loop_select(GAMMAS, wknn_accuracy))
+
+
+def test_select_gamma_prefers_smallest_on_ties():
+    dist = np.array([[0.1, 0.5], [0.5, 0.1]])
+    y_fit = np.array([0, 1])
+    y_val = np.array([0, 1])  # every gamma is perfect
+    assert evaluate.select_gamma(dist, y_fit, y_val, [0.1, 0.02, 0.05], 2) == (0.02, 1.0)
+
+
+@pytest.mark.parametrize("n_train", [2, 5, 17, 517])
+@pytest.mark.parametrize("test_size", [0.2, 0.3])
+def test_validation_split_is_sklearns(n_train, test_size):
+    fit, val = evaluate.validation_split(n_train, test_size, 0)
+    ref_fit, ref_val = train_test_split(np.arange(n_train), test_size=test_size, random_state=0)
+    assert fit.tolist() == ref_fit.tolist()
+    assert val.tolist() == ref_val.tolist()
+
+
+def test_settings_defaults_and_checks():
+    settings = evaluate.resolve_settings({"knn": {"seed": 3}})
+    assert settings["knn"] == {"k": list(range(1, 20)), "validation_size": 0.2, "seed": 3}
+    assert settings["wknn"]["gammas"][:3] == [0.005, 0.01, 0.015]
+    assert len(settings["wknn"]["gammas"]) == 20 and settings["wknn"]["gammas"][-1] == 0.1
+    with pytest.raises(io.WmdevalError, match="empty_documents"):
+        evaluate.resolve_settings({"empty_documents": "ignore"})
+
+
+# --------------------------------------------------------------------------- a fold
+
+
+def loop_fold(dist, y, train, test, empty):
+    """The whole protocol for one fold ("error" mode), with plain loops."""
+    dist = dist.copy()
+    dist[:, empty] = np.nan
+    dist[empty] = np.nan
+    train, test = sorted(train), sorted(test)
+    out = {}
+    for name, size, candidates in (("knn", 0.2, range(1, 20)), ("wknn", 0.3, GAMMAS)):
+        fit, val = train_test_split(np.arange(len(train)), test_size=size, random_state=0)
+        fit_docs = [train[i] for i in sorted(fit)]
+        val_docs = [train[i] for i in val]
+
+        def predict(doc, param, columns, name=name):
+            row = [dist[doc, c] for c in columns]
+            labels = [y[c] for c in columns]
+            if name == "knn":
+                return loop_knn(row, labels, param)
+            return loop_wknn(row, labels, 19, param)[0]
+
+        def val_accuracy(param, fit_docs=fit_docs, val_docs=val_docs, predict=predict):
+            return loop_accuracy([predict(d, param, fit_docs) for d in val_docs], y[val_docs])
+
+        param, acc = loop_select(candidates, val_accuracy)
+        error = 1 - loop_accuracy([predict(d, param, train) for d in test], y[test])
+        out[name] = (param, acc, error)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_evaluate_fold_matches_loop(seed):
+    rng = np.random.default_rng(400 + seed)
+    n = 60
+    dist = np.round(rng.uniform(0, 0.3, (n, n)), 2)
+    dist = (dist + dist.T) / 2
+    np.fill_diagonal(dist, 0)
+    y = rng.integers(0, 3, n)
+    empty = np.zeros(n, dtype=bool)
+    empty[[4, 50]] = True  # one training and one test document without words
+    dist[empty] = np.nan
+    dist[:, empty] = np.nan
+    test = np.arange(45, n)
+    train = rng.permutation(45)  # any order: the fold is sorted by position
+    results = {r["classifier"]: r for r in evaluate.evaluate_fold(dist, y, train, test)}
+    expected = loop_fold(dist, y, train, test, empty)
+    for name, (param, acc, error) in expected.items():
+        assert results[name]["param"] == param
+        assert results[name]["val_accuracy"] == pytest.approx(acc)
+        assert results[name]["test_error"] == pytest.approx(error)
+        assert results[name]["n_test"] == 15
+        assert results[name]["n_test_empty"] == 1
+
+
+def test_evaluate_fold_drop_mode_removes_empty_documents():
+    rng = np.random.default_rng(7)
+    n = 40
+    dist = rng.uniform(0, 1, (n, n))
+    y = rng.integers(0, 2, n)
+    dist[[3, 35]] = np.nan
+    dist[:, [3, 35]] = np.nan
+    train, test = np.arange(30), np.arange(30, n)
+    kept = np.setdiff1d(np.arange(n), [3, 35])
+    dropped = evaluate.evaluate_fold(dist, y, train, test, {"empty_documents": "drop"})
+    # dropping == evaluating the matrix without those documents
+    sub = {r["classifier"]: r for r in evaluate.evaluate_fold(
+        dist[np.ix_(kept, kept)], y[kept], np.arange(29), np.arange(29, n - 2))}
+    for r in dropped:
+        assert r["n_test"] == 9 and r["n_test_empty"] == 1
+        assert r["param"] == sub[r["classifier"]]["param"]
+        assert r["test_error"] == sub[r["classifier"]]["test_error"]
+
+
+# --------------------------------------------------------------------------- a dataset
+
+
+def tiny_dataset(rng, n=40, n_classes=3):
+    """Documents whose words lean to their class, two folds, one empty document (doc 7)."""
+    y = np.arange(n) % n_classes
+    words, counts = [], []
+    for i in range(n):
+        pool = [f"c{y[i]}w{j}" for j in range(6)] + [f"shared{j}" for j in range(6)]
+        chosen = sorted(set(rng.choice(pool, 5)))
+        words.append([] if i == 7 else chosen)
+        counts.append([] if i == 7 else [float(c) for c in rng.integers(1, 4, len(chosen))])
+    documents = pa.table({
+        "doc_id": pa.array(np.arange(n, dtype=np.int32) * 2),  # ids need not be positions
+        "label": [f"class{c}" for c in y],
+        "y": pa.array(y.astype(np.int32)),
+        "words": words,
+        "counts": counts,
+    }).cast(schemas.DOCUMENTS)
+    rows = []
+    for fold in range(2):
+        test = set(range(3 * fold, n, 4))  # doc 7: training in fold 0, test in fold 1
+        for i in range(n):
+            rows.append((fold, 2 * i, "test" if i in test else "train"))
+    fold, doc_id, subset = zip(*rows, strict=True)
+    splits = pa.table({"fold": pa.array(fold, pa.int16()), "doc_id": pa.array(doc_id, pa.int32()),
+                       "subset": list(subset)}).cast(schemas.SPLITS)
+    return documents, splits, y
+
+
+def random_wmd(rng, y, empty):
+    n = len(y)
+    m = rng.uniform(0.3, 1.0, (n, n)) + 0.4 * (y[:, None] != y[None, :])
+    m = (m + m.T) / 2
+    np.fill_diagonal(m, 0)
+    m[empty] = np.nan
+    m[:, empty] = np.nan
+    return m.astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    rng = np.random.default_rng(11)
+    documents, splits, y = tiny_dataset(rng)
+    empty = np.arange(len(y)) == 7
+    doc_ids = documents.column("doc_id").to_numpy()
+    wmd = {"wmd": (doc_ids, random_wmd(rng, y, empty)),
+           "wmd-tfidf": (doc_ids, random_wmd(rng, y, empty))}
+    return documents, splits, wmd
+
+
+def test_evaluate_dataset_rows(tiny, caplog):
+    documents, splits, wmd = tiny
+    with caplog.at_level(logging.INFO, logger="wmdeval.evaluate"):
+        scores = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
+    assert scores.schema == schemas.SCORES
+    assert scores.num_rows == len(METHODS) * 2 * 2
+    rows = scores.to_pylist()
+    assert {r["method"] for r in rows} == {m.name for m in METHODS}
+    assert {(r["classifier"], r["fold"]) for r in rows} == {
+        (c, f) for c in ("knn", "wknn") for f in (0, 1)}
+    for r in rows:
+        assert (r["dataset"], r["variant"]) == ("tiny", "original")
+        assert 0 <= r["test_error"] <= 1 and 0 <= r["val_accuracy"] <= 1
+        assert r["n_test"] == 10
+        assert r["n_test_empty"] == (1 if r["fold"] == 1 else 0)
+        if r["fold"] == 1:
+            assert r["test_error"] >= 0.1  # the empty test document is an error
+        if r["classifier"] == "knn":
+            assert r["param"] in range(1, 20)
+        else:
+            assert r["param"] in GAMMAS
+    # class-leaning words: the normalised baselines do much better than chance (2/3 error)
+    bow = [r["test_error"] for r in rows if r["method"] == "BOW (L1/L1)"]
+    assert np.mean(bow) < 0.5
+    assert "without words" in caplog.text
+
+
+def test_evaluate_dataset_without_wmd_and_with_shuffled_matrix(tiny):
+    documents, splits, wmd = tiny
+    baseline_only = evaluate.evaluate_dataset(documents, splits, {}, None, "tiny", "original")
+    assert set(baseline_only.column("method").to_pylist()) == {m.name for m in BASELINES}
+    # A matrix stored in another doc_id order gives the same scores.
+    ids, matrix = wmd["wmd"]
+    order = np.random.default_rng(0).permutation(len(ids))
+    shuffled = {"wmd": (ids[order], matrix[np.ix_(order, order)])}
+    a = evaluate.evaluate_dataset(documents, splits, {"wmd": wmd["wmd"]}, None, "t", "o")
+    b = evaluate.evaluate_dataset(documents, splits, shuffled, None, "t", "o")
+    assert a.equals(b)
+
+
+def test_evaluate_dataset_drop_mode(tiny):
+    documents, splits, wmd = tiny
+    scores = evaluate.evaluate_dataset(documents, splits, wmd, {"empty_documents": "drop"},
+                                       "tiny", "original").to_pylist()
+    assert {r["n_test"] for r in scores if r["fold"] == 1} == {9}
+    assert {r["n_test_empty"] for r in scores if r["fold"] == 1} == {1}
+
+
+def test_evaluate_dataset_missing_document_in_matrix(tiny):
+    documents, splits, wmd = tiny
+    ids, matrix = wmd["wmd"]
+    with pytest.raises(io.WmdevalError, match="lack"):
+        evaluate.evaluate_dataset(documents, splits, {"wmd": (ids[:-1], matrix[:-1, :-1])},
+                                  None, "tiny", "original")
+
+
+def test_run_evaluate_writes_scores(tiny, tmp_path):
+    documents, splits, wmd = tiny
+    io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
+    paths = {}
+    for slug, (ids, matrix) in wmd.items():
+        paths[slug] = tmp_path / f"{slug}.parquet"
+        io.write_distances(matrix, ids, paths[slug])
+    out = tmp_path / "results" / "scores.parquet"
+    returned = evaluate.run_evaluate(tmp_path / "documents.parquet", tmp_path / "splits.parquet",
+                                     paths, None, "tiny", "original", out)
+    written = io.read_table(out, schemas.SCORES)
+    assert written.equals(returned)
+    expected = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
+    assert written.equals(expected)
