@@ -1,0 +1,157 @@
+"""End to end: the whole workflow with ``snakemake --cores 2`` in a temporary directory.
+
+The demo config runs as shipped, plus a small TSV corpus with planted duplicates and a
+train/test column, so the clean variant and the one-fold path are exercised too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from wmdeval import io as wio
+from wmdeval.methods import METHODS
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.e2e
+
+TOY_ROWS = [
+    ("the rocket launch reached orbit", "space", "train"),
+    ("orbit of the moon and the rocket", "space", "train"),
+    ("god and faith in the church", "religion", "train"),
+    ("faith prayer church god", "religion", "train"),
+    ("the rocket launch reached orbit", "space", "test"),  # duplicate of 0, across the split
+    ("launch the rocket to the moon", "space", "train"),
+    ("church god faith and prayer", "religion", "test"),
+    ("prayer faith church god", "religion", "train"),  # same bag as 3 (word order differs)
+    ("moon orbit launch", "space", "test"),
+    ("moon orbit launch", "religion", "train"),  # duplicate of 8 with another label
+    ("god church", "religion", "test"),
+    ("rocket moon", "space", "test"),
+]
+
+EXTRA_CONFIG = """
+datasets:
+  toy:
+    format: table
+    path: toy.tsv
+    split_column: split
+    embeddings: demo-word2vec
+    stopwords: none
+embeddings:
+  demo-word2vec:
+    train_on: [newsgroups, polarity, toy]
+"""
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    bin_dir = str(Path(sys.executable).parent)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
+    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=1200)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("wmdeval")
+    shutil.copy(REPO / "Snakefile", workdir)
+    shutil.copytree(REPO / "workflow" / "rules", workdir / "workflow" / "rules")
+    shutil.copytree(REPO / "config", workdir / "config")
+    shutil.copytree(REPO / "envs", workdir / "envs")
+    with open(workdir / "toy.tsv", "w") as handle:
+        handle.write("text\tlabel\tsplit\n")
+        handle.writelines(f"{t}\t{label}\t{s}\n" for t, label, s in TOY_ROWS)
+    (workdir / "extra.yaml").write_text(EXTRA_CONFIG)
+    run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml")
+    assert run.returncode == 0, run.stderr[-5000:]
+    return workdir
+
+
+def test_scores_cover_every_dataset_variant_method_classifier_fold(finished_run):
+    scores = pq.read_table(finished_run / "results" / "scores.parquet").to_pandas()
+    expected_folds = {"newsgroups": 5, "polarity": 5, "toy": 1}
+    for dataset, folds in expected_folds.items():
+        for variant in ("original", "clean"):
+            rows = scores[(scores.dataset == dataset) & (scores.variant == variant)]
+            assert len(rows) == len(METHODS) * 2 * folds, (dataset, variant)
+            assert set(rows.method) == {m.name for m in METHODS}
+            assert set(rows.classifier) == {"knn", "wknn"}
+    assert scores.test_error.between(0, 1).all()
+    knn = scores[scores.classifier == "knn"]
+    assert knn.param.between(1, 19).all()
+    # real text, real signal: WMD on the newsgroups beats chance by far
+    news = knn[(knn.dataset == "newsgroups") & (knn.method == "WMD") & (knn.variant == "original")]
+    assert news.test_error.mean() < 0.3
+
+
+def test_clean_variant_drops_planted_duplicates(finished_run):
+    results = finished_run / "results"
+    summary = pq.read_table(results / "toy" / "duplicates" / "summary.parquet").to_pylist()[0]
+    assert summary["duplicate_pairs"] == 3
+    assert summary["duplicate_samples"] == 6
+    assert summary["pairs_different_labels"] == 1
+    assert summary["pairs_across_train_test_any_fold"] == 2
+    clean = pq.read_table(results / "toy" / "clean" / "documents.parquet")
+    assert clean.num_rows == len(TOY_ROWS) - 3
+    clean_splits = pq.read_table(results / "toy" / "clean" / "splits.parquet")
+    assert set(clean_splits.column("doc_id").to_pylist()) == set(clean.column("doc_id").to_pylist())
+    # the clean WMD matrix is the original's sub-matrix
+    ids, original = wio.read_distances(results / "toy" / "original" / "distances" / "wmd.parquet")
+    clean_ids, sub = wio.read_distances(results / "toy" / "clean" / "distances" / "wmd.parquet")
+    rows = np.searchsorted(ids, clean_ids)
+    np.testing.assert_array_equal(sub, original[np.ix_(rows, rows)])
+
+
+def test_tables_and_figures_exist(finished_run):
+    results = finished_run / "results"
+    for name in ("table2", "table3", "table6", "table6_clean", "duplicates", "oov"):
+        for ext in ("csv", "md"):
+            assert (results / "tables" / f"{name}.{ext}").stat().st_size > 0
+    table2 = (results / "tables" / "table2.md").read_text()
+    for method in METHODS:
+        assert f"| {method.name} |" in table2
+    for dataset in ("newsgroups", "polarity", "toy"):
+        assert dataset in table2
+    for figure in ("figure3", "figure5"):
+        for variant in ("original", "clean"):
+            png = results / "figures" / f"{figure}_{variant}.png"
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_second_run_has_nothing_to_do(finished_run):
+    run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml", "-n")
+    assert run.returncode == 0
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_shard_count_does_not_change_the_matrix(finished_run, tmp_path):
+    """Re-solve a workflow matrix with another shard count: byte-identical Parquet."""
+    from wmdeval.cli import main
+
+    results = finished_run / "results" / "polarity" / "original"
+    shards = [str(tmp_path / f"{k}.parquet") for k in range(1, 4)]
+    for k, path in enumerate(shards, 1):
+        assert main(["wmd-shard", "--documents", str(results / "documents.parquet"),
+                     "--embeddings", str(finished_run / "results" / "polarity" / "vectors" /
+                                         "embeddings.parquet"),
+                     "--weighting", "bow", "--shard", f"{k}-of-3", "--out", path]) == 0
+    out = tmp_path / "wmd.parquet"
+    assert main(["wmd-gather", "--documents", str(results / "documents.parquet"),
+                 "--shards", *shards, "--method", "WMD", "--out", str(out)]) == 0
+    assert out.read_bytes() == (results / "distances" / "wmd.parquet").read_bytes()
+
+
+def test_dry_run_and_rulegraph_name_every_stage(finished_run):
+    run = snakemake(finished_run, "--rulegraph", "--forceall")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for rule in ("ingest", "train_embeddings", "lookup_embeddings", "duplicates", "filter_oov",
+                 "select_variant", "wmd_shard", "wmd_gather", "wmd_subset", "evaluate",
+                 "collect_scores", "tables", "figure3", "figure5"):
+        assert f'label = "{rule}"' in run.stdout, rule
