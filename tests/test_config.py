@@ -69,3 +69,39 @@ def test_table_dataset_needs_a_path():
     cfg["datasets"]["mine"] = {"format": "table", "embeddings": "demo-word2vec"}
     with pytest.raises(WmdevalError, match="datasets.mine: needs `path` or `url`"):
         validated(cfg)
+
+
+def schema_keys(schema, defs, prefix=""):
+    """Every property path of the schema, with <name> for the named maps."""
+    if "$ref" in schema:
+        schema = {**defs[schema["$ref"].split("/")[-1]], **schema}
+    for key, sub in schema.get("properties", {}).items():
+        if "$ref" in sub:
+            sub = {**defs[sub["$ref"].split("/")[-1]], **sub}
+        path = f"{prefix}.{key}" if prefix else key
+        if sub.get("type") == "object" and "properties" in sub:
+            yield from schema_keys(sub, defs, path)
+        elif isinstance(sub.get("additionalProperties"), dict):
+            yield from schema_keys(sub["additionalProperties"], defs, f"{path}.<name>")
+        else:
+            yield path
+
+
+def test_config_readme_documents_every_key():
+    schema = config.load_schema()
+    readme = (config.SCHEMA_PATH.parents[2] / "config" / "README.md").read_text()
+    missing = [k for k in schema_keys(schema, schema["$defs"]) if f"`{k}`" not in readme]
+    assert not missing
+
+
+def test_every_schema_key_has_a_description():
+    schema = config.load_schema()
+
+    def walk(node, path):
+        for key, sub in node.get("properties", {}).items():
+            assert "description" in sub or "$ref" in sub, f"{path}.{key}"
+            walk(sub, f"{path}.{key}")
+        for sub in node.get("$defs", {}).values():
+            walk(sub, path)
+
+    walk(schema, "")

@@ -80,6 +80,8 @@ rule figure5:
         svg="results/figures/figure5_{variant}.svg",
     params:
         datasets=DATASETS,
+        points=config["report"]["scatter_points"],
+        seed=config["report"]["seed"],
     log:
         logged("figures/figure5_{variant}"),
     benchmark:
@@ -92,4 +94,5 @@ rule figure5:
         "../../envs/wmdeval.yaml"
     shell:
         "wmdeval figure5 --datasets {params.datasets} --matrices {input.matrices}"
-        " --documents {input.documents} --out {output.png} 2> {log}"
+        " --documents {input.documents} --max-points {params.points} --seed {params.seed}"
+        " --out {output.png} 2> {log}"

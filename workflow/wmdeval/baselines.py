@@ -35,13 +35,15 @@ def count_matrix(documents: pa.Table) -> tuple[sp.csr_matrix, list[str]]:
 
 
 def canonical(matrix: sp.spmatrix) -> sp.csr_matrix:
-    """CSR with sorted indices and no explicit zeros.
+    """CSR with sorted indices, no duplicate entries and no explicit zeros.
 
     scikit-learn's sparse Manhattan distances with n_jobs > 1 were seen returning
     wrong values on CSR input with unsorted indices, so every matrix handed to it
-    goes through here.
+    goes through here. Duplicate (row, column) entries, which scipy reads as their
+    sum, are summed so that document frequencies count each term once per document.
     """
     matrix = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
+    matrix.sum_duplicates()
     matrix.eliminate_zeros()
     matrix.sort_indices()
     return matrix
@@ -53,7 +55,7 @@ def idf_from_training(counts: sp.csr_matrix, train_rows: np.ndarray) -> np.ndarr
     Matches gensim's ``TfidfModel(normalize=False)`` up to the base of the log,
     which only scales every distance of a method by the same factor.
     """
-    train = counts[np.asarray(train_rows)]
+    train = canonical(counts[np.asarray(train_rows)])  # one entry per term and document
     df = np.bincount(train.indices, minlength=counts.shape[1]).astype(np.float64)
     idf = np.zeros(counts.shape[1], dtype=np.float64)
     seen = df > 0

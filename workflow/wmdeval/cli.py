@@ -244,7 +244,7 @@ def _figure5(a):
     from .figures import run_figure5
 
     items = list(zip(a.datasets, a.matrices, a.documents, strict=True))
-    run_figure5(items, a.out)
+    run_figure5(items, a.out, max_points=a.max_points, seed=a.seed)
 
 
 @command("figure5", "scatter of WMD against BOW (L1/L1)")(_figure5)
@@ -252,6 +252,8 @@ def _(p):
     p.add_argument("--datasets", nargs="+", required=True)
     p.add_argument("--matrices", nargs="+", required=True)
     p.add_argument("--documents", nargs="+", required=True)
+    p.add_argument("--max-points", type=int, default=20000, help="pairs drawn per panel")
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
 
 

@@ -1,0 +1,177 @@
+"""The 12 BOW / TF-IDF baselines (wmdeval.baselines) against dense numpy and gensim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import scipy.sparse as sp
+from gensim.models import TfidfModel
+from sklearn.metrics import pairwise_distances
+
+from wmdeval import baselines, schemas
+from wmdeval.methods import BASELINES, BY_NAME
+
+N_DOCS, N_TERMS = 16, 14
+TRAIN = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14])  # fold training rows; the rest: test
+
+
+def random_counts(seed: int) -> np.ndarray:
+    """Dense counts with the awkward cases: an empty document, a term in every training
+    document (idf 0) and a term seen only in test documents (no idf: weight 0)."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 4, (N_DOCS, N_TERMS)) * (rng.uniform(size=(N_DOCS, N_TERMS)) < 0.5)
+    counts[:, 0] = 0
+    counts[[4, 7], 0] = 2  # term 0: test documents only
+    counts[TRAIN, 1] = rng.integers(1, 4, len(TRAIN))  # term 1: every training document
+    counts[10] = 0  # a test document without words
+    counts[3] = 0  # a training document without words
+    return counts.astype(np.float64)
+
+
+def documents_table(counts: np.ndarray) -> pa.Table:
+    words, values = [], []
+    for row in counts:
+        terms = np.flatnonzero(row)
+        words.append([f"t{t:02d}" for t in terms])  # sorted: zero-padded term numbers
+        values.append([float(row[t]) for t in terms])
+    return pa.table({
+        "doc_id": pa.array(np.arange(len(counts), dtype=np.int32)),
+        "label": ["x"] * len(counts),
+        "y": pa.array(np.zeros(len(counts), dtype=np.int32)),
+        "words": words,
+        "counts": values,
+    }).cast(schemas.DOCUMENTS)
+
+
+def dense_distances(counts: np.ndarray, weighting: str, norm: str, metric: str,
+                    train: np.ndarray) -> np.ndarray:
+    x = counts.copy()
+    if weighting == "tfidf":
+        df = np.count_nonzero(x[train], axis=0)
+        idf = np.zeros(x.shape[1])
+        idf[df > 0] = np.log(len(train) / df[df > 0])
+        x = x * idf
+    if norm != "None":
+        size = np.abs(x).sum(axis=1) if norm == "L1" else np.sqrt((x**2).sum(axis=1))
+        x = np.divide(x, size[:, None], out=np.zeros_like(x), where=size[:, None] > 0)
+    diff = x[:, None, :] - x[None, train, :]
+    if metric == "L1":
+        return np.abs(diff).sum(axis=-1)
+    return np.sqrt((diff**2).sum(axis=-1))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_count_matrix(seed):
+    counts = random_counts(seed)
+    matrix, vocabulary = baselines.count_matrix(documents_table(counts))
+    present = np.flatnonzero(counts.sum(axis=0))  # terms used by some document
+    assert vocabulary == [f"t{t:02d}" for t in present]
+    assert np.array_equal(matrix.toarray(), counts[:, present])
+    assert matrix.has_sorted_indices
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("method", BASELINES, ids=lambda m: m.slug)
+def test_baseline_matches_dense(method, seed):
+    counts = random_counts(seed)
+    matrix, _ = baselines.count_matrix(documents_table(counts))
+    dense = matrix.toarray()
+    got = baselines.baseline_distances(matrix, method, TRAIN, np.arange(N_DOCS), TRAIN)
+    expected = dense_distances(dense, method.weighting, method.norm, method.metric, TRAIN)
+    assert got.shape == (N_DOCS, len(TRAIN))
+    # Euclidean goes through |a|^2 + |b|^2 - 2ab in scikit-learn: not bit-exact
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-7)
+
+
+def test_idf_from_training_fold():
+    counts = random_counts(0)
+    matrix = sp.csr_matrix(counts)
+    for train in (TRAIN, TRAIN[TRAIN != 3]):  # with and without the empty training document
+        idf = baselines.idf_from_training(matrix, train)
+        df = np.count_nonzero(counts[train], axis=0)
+        assert idf[0] == 0  # unseen in training
+        seen = df > 0
+        np.testing.assert_allclose(idf[seen], np.log(len(train) / df[seen]), rtol=1e-15)
+    assert idf[1] == 0  # in every (non-empty) training document: log(N/N)
+
+
+def test_idf_counts_a_duplicated_entry_once():
+    # scipy reads duplicate (row, column) entries as their sum: still one document.
+    dup = sp.csr_matrix((np.array([1.0, 2.0, 1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])),
+                        shape=(2, 2))
+    assert not dup.has_canonical_format
+    np.testing.assert_allclose(baselines.idf_from_training(dup, np.array([0, 1])),
+                               [np.log(2), np.log(2)])
+    assert np.array_equal(baselines.canonical(dup).toarray(), [[3.0, 0.0], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", ["TF-IDF (None/L2)", "TF-IDF (None/L1)",
+                                  "TF-IDF (L1/L1)", "TF-IDF (L2/L2)"])
+def test_tfidf_agrees_with_gensim(name, seed):
+    """gensim's TfidfModel(normalize=False) fitted on the training fold: idf in log base 2,
+    so unnormalised distances are a constant factor ln 2 apart and normalised ones equal."""
+    method = BY_NAME[name]
+    counts = random_counts(seed)
+    matrix, _ = baselines.count_matrix(documents_table(counts))
+    dense = matrix.toarray()
+    bows = [[(int(t), float(row[t])) for t in np.flatnonzero(row)] for row in dense]
+    model = TfidfModel([bows[i] for i in TRAIN], normalize=False)
+    weights = np.zeros_like(dense)
+    for i, bow in enumerate(bows):
+        for t, w in model[bow]:
+            weights[i, t] = w
+    if method.norm != "None":
+        ord_ = 1 if method.norm == "L1" else 2
+        size = np.linalg.norm(weights, ord=ord_, axis=1)
+        weights = np.divide(weights, size[:, None], out=np.zeros_like(weights),
+                            where=size[:, None] > 0)
+    diff = weights[:, None, :] - weights[None, TRAIN, :]
+    gensim_dist = (np.abs(diff).sum(axis=-1) if method.metric == "L1"
+                   else np.sqrt((diff**2).sum(axis=-1)))
+    ours = baselines.baseline_distances(matrix, method, TRAIN, np.arange(N_DOCS), TRAIN)
+    factor = np.log(2) if method.norm == "None" else 1.0
+    np.testing.assert_allclose(ours, factor * gensim_dist, rtol=1e-9, atol=1e-7)
+    # hence the same neighbours, ties aside
+    assert np.array_equal(np.argsort(np.round(ours, 9), axis=1, kind="stable"),
+                          np.argsort(np.round(factor * gensim_dist, 9), axis=1, kind="stable"))
+
+
+def unsorted_csr(dense: np.ndarray) -> sp.csr_matrix:
+    """The same matrix with the column indices of every row stored in reverse order."""
+    m = sp.csr_matrix(dense)
+    for r in range(m.shape[0]):
+        lo, hi = m.indptr[r], m.indptr[r + 1]
+        m.indices[lo:hi] = m.indices[lo:hi][::-1].copy()
+        m.data[lo:hi] = m.data[lo:hi][::-1].copy()
+    m.has_sorted_indices = False
+    return m
+
+
+def test_canonical_sorts_indices():
+    dense = np.random.default_rng(5).uniform(size=(20, 30)) * (
+        np.random.default_rng(6).uniform(size=(20, 30)) < 0.3)
+    messy = unsorted_csr(dense)
+    assert any(np.any(np.diff(messy.indices[messy.indptr[r]:messy.indptr[r + 1]]) < 0)
+               for r in range(20))
+    clean = baselines.canonical(messy)
+    assert clean.has_sorted_indices
+    for r in range(20):
+        assert np.all(np.diff(clean.indices[clean.indptr[r]:clean.indptr[r + 1]]) > 0)
+    assert np.array_equal(clean.toarray(), dense)
+
+
+def test_parallel_sparse_manhattan_on_unsorted_csr():
+    """Regression: sparse Manhattan with n_jobs=2 on unsorted-index CSR input, once passed
+    through canonical(), gives the dense values."""
+    rng = np.random.default_rng(8)
+    dense = np.round(rng.uniform(size=(60, 80)) * (rng.uniform(size=(60, 80)) < 0.2), 2)
+    expected = np.abs(dense[:, None, :] - dense[None, :, :]).sum(axis=-1)
+    messy = unsorted_csr(dense)
+    clean = baselines.canonical(messy)
+    got = pairwise_distances(clean, clean, metric="manhattan", n_jobs=2)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    rows, cols = np.arange(0, 60, 2), np.arange(1, 60, 3)
+    got = baselines.distances(messy, rows, cols, "L1", n_jobs=2)
+    np.testing.assert_allclose(got, expected[np.ix_(rows, cols)], rtol=1e-12, atol=1e-12)
