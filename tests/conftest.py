@@ -1,5 +1,6 @@
 import pyarrow as pa
 import pytest
+
 from wmdeval.ingest import documents_table
 
 

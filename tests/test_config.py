@@ -2,6 +2,7 @@ import copy
 
 import pytest
 import yaml
+
 from wmdeval import config
 from wmdeval.io import WmdevalError
 

@@ -2,6 +2,7 @@ import itertools
 
 import numpy as np
 import pyarrow as pa
+
 from wmdeval import duplicates
 from wmdeval.ingest import splits_table
 

@@ -365,6 +365,8 @@ def test_evaluate_dataset_rows(tiny, caplog):
     bow = [r["test_error"] for r in rows if r["method"] == "BOW (L1/L1)"]
     assert np.mean(bow) < 0.5
     assert "without words" in caplog.text
+    assert "empty test documents per fold [0, 1] (counted as errors)" in caplog.text
+    assert "underflow" in caplog.text  # the unnormalised baselines: distances of several units
 
 
 def test_evaluate_dataset_without_wmd_and_with_shuffled_matrix(tiny):

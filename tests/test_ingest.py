@@ -2,6 +2,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
 from wmdeval import ingest
 from wmdeval.io import WmdevalError
 

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr
+
 from wmdeval import figures, io, report, schemas
 
 PAPER_DATASETS = ["bbcsport", "twitter", "recipe", "ohsumed", "classic", "reuters", "amazon",

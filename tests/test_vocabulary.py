@@ -1,4 +1,5 @@
 import numpy as np
+
 from wmdeval import vocabulary
 from wmdeval.ingest import splits_table
 

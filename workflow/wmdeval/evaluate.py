@@ -227,10 +227,15 @@ def _as_block(distances: np.ndarray | DistanceBlock) -> DistanceBlock:
     return lambda rows, cols: matrix[np.ix_(rows, cols)]
 
 
-def _empty_rows(matrix: np.ndarray, chunk: int = 2048) -> np.ndarray:
-    """Rows of a square matrix that are entirely NaN (chunked: matrices can be large)."""
-    return np.concatenate([np.isnan(matrix[i : i + chunk]).all(axis=1)
-                           for i in range(0, matrix.shape[0], chunk)] or [np.zeros(0, bool)])
+def _nan_per_row(matrix: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """NaN count of every row, a chunk of rows at a time (matrices can be large)."""
+    counts = [np.isnan(matrix[i : i + chunk]).sum(axis=1) for i in range(0, len(matrix), chunk)]
+    return np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+
+
+def _empty_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows that are entirely NaN: the documents without words."""
+    return _nan_per_row(matrix) == matrix.shape[1]
 
 
 def evaluate_fold(distances: np.ndarray | DistanceBlock, y: np.ndarray, train_pos: np.ndarray,
@@ -340,9 +345,7 @@ def _wmd_block(doc_ids: np.ndarray, matrix_ids: np.ndarray, matrix: np.ndarray,
         square = matrix  # the usual case: no copy of a possibly large matrix
     else:
         square = matrix[np.ix_(index, index)]
-    nan_per_row = np.concatenate(
-        [np.isnan(square[i : i + 2048]).sum(axis=1) for i in range(0, len(square), 2048)]
-        or [np.zeros(0, np.int64)])
+    nan_per_row = _nan_per_row(square)
     empty = nan_per_row == len(square)
     if np.any(nan_per_row[~empty] != np.count_nonzero(empty)):
         log.warning("%s distances have NaN outside the rows and columns of empty documents; "
@@ -393,11 +396,14 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
             empty = no_words | matrix_empty
         else:
             block, empty = _baseline_block(counts, method, int(settings["n_jobs"])), no_words
-        for fold, (train_pos, test_pos) in enumerate(folds):
-            for result in evaluate_fold(block, y, train_pos, test_pos, settings, empty):
-                _log_fold(dataset, variant, method, fold, result, settings["empty_documents"])
-                rows.append({"dataset": dataset, "variant": variant, "method": method.name,
-                             "fold": fold, **result})
+        method_rows = [
+            {"dataset": dataset, "variant": variant, "method": method.name, "fold": fold, **result}
+            for fold, (train_pos, test_pos) in enumerate(folds)
+            for result in evaluate_fold(block, y, train_pos, test_pos, settings, empty)
+        ]
+        _log_method(f"{dataset}/{variant} {method.name}", method_rows,
+                    settings["empty_documents"])
+        rows += method_rows
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
     return pa.table(columns).cast(schemas.SCORES)
 
@@ -407,17 +413,22 @@ def _preview(ids: np.ndarray, limit: int = 5) -> str:
     return shown + (", ..." if len(ids) > limit else "")
 
 
-def _log_fold(dataset: str, variant: str, method: Method, fold: int, result: dict,
-              mode: str) -> None:
-    where = f"{dataset}/{variant} {method.name} {result['classifier']} fold {fold}"
-    if result["n_test_empty"]:
+def _log_method(where: str, rows: list[dict], mode: str) -> None:
+    """One line per method for empty documents and one for wkNN underflow, over all folds."""
+    knn = [r for r in rows if r["classifier"] == "knn"]
+    if any(r["n_test_empty"] or r["n_val_empty"] for r in knn):
         action = "dropped" if mode == "drop" else "counted as errors"
-        log.info("%s: %d empty test document(s) %s", where, result["n_test_empty"], action)
-    if result["n_underflow"]:
-        log.warning("%s: gamma=%g: naive weights exp(-d/gamma) underflow to 0 for all "
-                    "neighbours of %d of %d test documents (handled by shifting by the "
-                    "nearest distance)", where, result["param"], result["n_underflow"],
-                    result["n_test"])
+        log.info("%s: empty test documents per fold %s (%s); empty validation documents per "
+                 "fold %s", where, [r["n_test_empty"] for r in knn], action,
+                 [r["n_val_empty"] for r in knn])
+    wknn = [r for r in rows if r["classifier"] == "wknn"]
+    n_underflow = sum(r["n_underflow"] for r in wknn)
+    if n_underflow:
+        log.warning("%s wkNN: the naive weights exp(-d/gamma) of all neighbours underflow to "
+                    "0 for %d of %d test documents over %d fold(s) (gammas %s); weights are "
+                    "shifted by the nearest distance, so these still get a prediction", where,
+                    n_underflow, sum(r["n_test"] for r in wknn), len(wknn),
+                    [r["param"] for r in wknn])
 
 
 def run_evaluate(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
