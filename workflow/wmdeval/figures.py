@@ -93,7 +93,8 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
     bars = figure3_bars(unnormalised)
     n_rows, n_columns = _grid(len(datasets))
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(2.6 * n_columns + 0.6, 2.4 * n_rows + 1.0), layout="constrained")
+        fig = Figure(figsize=(max(2.6 * n_columns + 0.6, 5.6), 2.4 * n_rows + 1.3),
+                     layout="constrained")
         fig.suptitle(f"kNN test error, {variant} data (lower is better)")
         if not datasets:
             fig.text(0.5, 0.5, f"no kNN scores for the {variant} data", ha="center")
@@ -118,8 +119,9 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
             elif index % n_columns == 0:
                 ax.set_ylabel("test error (%)")
         handles = [Patch(label=bar.method, **_bar_style(bar)) for bar in bars]
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(bars),
-                   frameon=False)
+        # Five legend entries do not fit in one line under one or two panels.
+        fig.legend(handles=handles, loc="outside lower center",
+                   ncols=len(bars) if n_columns >= 3 else 3, frameon=False)
         return save_figure(fig, out_png)
 
 
