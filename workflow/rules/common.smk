@@ -1,11 +1,11 @@
 # Shared helpers: config validation, the datasets of this run, and output paths.
 import json
+import re
 import sys
 
 from wmdeval import config as wmdeval_config
 from wmdeval.io import WmdevalError
 from wmdeval.methods import WMD, WMD_TFIDF
-
 
 try:
     wmdeval_config.validate(config, source="config")
@@ -15,6 +15,8 @@ except WmdevalError as error:
 
 DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
+
+
 # Wildcards are names from the config, never paths.
 wildcard_constraints:
     dataset="|".join(map(re.escape, config["datasets"])),

@@ -9,18 +9,20 @@ rule wmd_shard:
         embeddings="results/{dataset}/vectors/embeddings.parquet",
     output:
         "results/{dataset}/{variant}/wmd_shards/{method}/{scatteritem}.parquet",
-    params:
-        weighting=lambda wildcards: "tfidf" if wildcards.method == "wmd-tfidf" else "bow",
     log:
         logged("{dataset}/{variant}/wmd_shards/{method}/{scatteritem}"),
     benchmark:
         benchmarked("{dataset}/{variant}/wmd_shards/{method}/{scatteritem}")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: config["wmd"]["threads"]
     resources:
         mem_mb=2000,
         runtime=120,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        weighting=lambda wildcards: (
+            "tfidf" if wildcards.method == "wmd-tfidf" else "bow"
+        ),
     shell:
         "wmdeval wmd-shard --documents {input.documents} --embeddings {input.embeddings}"
         " --weighting {params.weighting} --shard {wildcards.scatteritem}"
@@ -35,18 +37,20 @@ rule wmd_gather:
         ),
     output:
         "results/{dataset}/{variant}/distances/{method}.parquet",
-    params:
-        name=lambda wildcards: WMD.name if wildcards.method == WMD.slug else WMD_TFIDF.name,
     log:
         logged("{dataset}/{variant}/distances/{method}"),
     benchmark:
         benchmarked("{dataset}/{variant}/distances/{method}")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        name=lambda wildcards: (
+            WMD.name if wildcards.method == WMD.slug else WMD_TFIDF.name
+        ),
     shell:
         "wmdeval wmd-gather --documents {input.documents} --shards {input.shards}"
         " --method {params.name:q} --out {output} 2> {log}"
@@ -62,12 +66,12 @@ rule wmd_subset:
         logged("{dataset}/clean/distances/wmd"),
     benchmark:
         benchmarked("{dataset}/clean/distances/wmd")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval wmd-subset --matrix {input.matrix} --documents {input.documents}"
         " --out {output} 2> {log}"

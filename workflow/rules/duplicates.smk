@@ -9,18 +9,18 @@ rule duplicates:
         groups="results/{dataset}/duplicates/groups.parquet",
         summary="results/{dataset}/duplicates/summary.parquet",
         kept="results/{dataset}/duplicates/kept.parquet",
-    params:
-        seed=config["duplicates"]["seed"],
     log:
         logged("{dataset}/duplicates"),
     benchmark:
         benchmarked("{dataset}/duplicates")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        seed=config["duplicates"]["seed"],
     shell:
         "wmdeval duplicates --documents {input.documents} --splits {input.splits}"
         " --dataset {wildcards.dataset} --seed {params.seed} --groups {output.groups}"
@@ -37,12 +37,12 @@ rule duplicates_table:
         logged("tables/duplicates"),
     benchmark:
         benchmarked("tables/duplicates")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
         " --title 'Duplicates (PROTOCOL §2, paper Table 1)' 2> {log}"

@@ -11,21 +11,21 @@ rule evaluate:
         wmd_tfidf="results/{dataset}/{variant}/distances/wmd-tfidf.parquet",
     output:
         "results/{dataset}/{variant}/scores.parquet",
+    log:
+        logged("{dataset}/{variant}/evaluate"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/evaluate")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         settings=spec_json(config["evaluation"]),
         wmd=lambda wildcards, input: spec_json(
             {WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf}
         ),
-    log:
-        logged("{dataset}/{variant}/evaluate"),
-    benchmark:
-        benchmarked("{dataset}/{variant}/evaluate")
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
         " --wmd {params.wmd:q} --settings {params.settings:q} --dataset {wildcards.dataset}"

@@ -5,18 +5,18 @@ rule ingest:
     output:
         documents="results/{dataset}/ingest/documents.parquet",
         splits="results/{dataset}/ingest/splits.parquet",
-    params:
-        spec=lambda wildcards: spec_json(dataset_spec(wildcards)),
     log:
         logged("{dataset}/ingest"),
     benchmark:
         benchmarked("{dataset}/ingest")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        spec=lambda wildcards: spec_json(dataset_spec(wildcards)),
     shell:
         "wmdeval ingest --spec {params.spec:q} --documents {output.documents}"
         " --splits {output.splits} 2> {log}"
@@ -25,21 +25,24 @@ rule ingest:
 rule train_embeddings:
     output:
         "resources/embeddings/{trained}.vec",
-    params:
-        spec=lambda wildcards: spec_json(config["embeddings"][wildcards.trained]),
-        corpora=lambda wildcards: spec_json(
-            [config["datasets"][d] for d in config["embeddings"][wildcards.trained]["train_on"]]
-        ),
     log:
         logged("embeddings/{trained}"),
     benchmark:
         benchmarked("embeddings/{trained}")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        spec=lambda wildcards: spec_json(config["embeddings"][wildcards.trained]),
+        corpora=lambda wildcards: spec_json(
+            [
+                config["datasets"][d]
+                for d in config["embeddings"][wildcards.trained]["train_on"]
+            ]
+        ),
     shell:
         "wmdeval train-embeddings --spec {params.spec:q} --corpora {params.corpora:q}"
         " --out {output} 2> {log}"
@@ -48,28 +51,30 @@ rule train_embeddings:
 rule lookup_embeddings:
     input:
         documents="results/{dataset}/ingest/documents.parquet",
-        embedding=lambda wildcards: embedding_file(dataset_spec(wildcards)["embeddings"]),
+        embedding=lambda wildcards: embedding_file(
+            dataset_spec(wildcards)["embeddings"]
+        ),
     output:
         "results/{dataset}/vectors/embeddings.parquet",
-    params:
-        format=lambda wildcards: embedding_format(dataset_spec(wildcards)["embeddings"]),
-        limit=lambda wildcards: config["embeddings"][dataset_spec(wildcards)["embeddings"]][
-            "limit"
-        ]
-        or 0,
-        normalize=lambda wildcards: json.dumps(
-            config["embeddings"][dataset_spec(wildcards)["embeddings"]]["normalize"]
-        ),
     log:
         logged("{dataset}/lookup_embeddings"),
     benchmark:
         benchmarked("{dataset}/lookup_embeddings")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        format=lambda wildcards: embedding_format(dataset_spec(wildcards)["embeddings"]),
+        limit=lambda wildcards: config["embeddings"][
+            dataset_spec(wildcards)["embeddings"]
+        ]["limit"]
+        or 0,
+        normalize=lambda wildcards: json.dumps(
+            config["embeddings"][dataset_spec(wildcards)["embeddings"]]["normalize"]
+        ),
     shell:
         "wmdeval lookup-embeddings --documents {input.documents} --embedding {input.embedding}"
         " --format {params.format} --limit {params.limit} --normalize {params.normalize}"

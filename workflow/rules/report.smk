@@ -6,7 +6,9 @@ TABLES = ["table2", "table3", "table6", "table6_clean"]
 rule collect_scores:
     input:
         expand(
-            "results/{dataset}/{variant}/scores.parquet", dataset=DATASETS, variant=VARIANTS
+            "results/{dataset}/{variant}/scores.parquet",
+            dataset=DATASETS,
+            variant=VARIANTS,
         ),
     output:
         "results/scores.parquet",
@@ -14,12 +16,12 @@ rule collect_scores:
         logged("collect_scores"),
     benchmark:
         benchmarked("collect_scores")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
 
@@ -29,18 +31,18 @@ rule tables:
         "results/scores.parquet",
     output:
         expand("results/tables/{table}.{ext}", table=TABLES, ext=["csv", "md"]),
-    params:
-        datasets=DATASETS,
     log:
         logged("tables/paper"),
     benchmark:
         benchmarked("tables/paper")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        datasets=DATASETS,
     shell:
         "wmdeval tables --scores {input} --out-dir results/tables"
         " --datasets {params.datasets} 2> {log}"
@@ -56,12 +58,12 @@ rule figure3:
         logged("figures/figure3_{variant}"),
     benchmark:
         benchmarked("figures/figure3_{variant}")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval figure3 --scores {input} --variant {wildcards.variant} --out {output.png}"
         " 2> {log}"
@@ -78,20 +80,20 @@ rule figure5:
     output:
         png="results/figures/figure5_{variant}.png",
         svg="results/figures/figure5_{variant}.svg",
-    params:
-        datasets=DATASETS,
-        points=config["report"]["scatter_points"],
-        seed=config["report"]["seed"],
     log:
         logged("figures/figure5_{variant}"),
     benchmark:
         benchmarked("figures/figure5_{variant}")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        datasets=DATASETS,
+        points=config["report"]["scatter_points"],
+        seed=config["report"]["seed"],
     shell:
         "wmdeval figure5 --datasets {params.datasets} --matrices {input.matrices}"
         " --documents {input.documents} --max-points {params.points} --seed {params.seed}"

@@ -8,21 +8,21 @@ rule filter_oov:
     output:
         documents="results/{dataset}/oov/documents.parquet",
         report="results/{dataset}/oov/report.parquet",
+    log:
+        logged("{dataset}/filter_oov"),
+    benchmark:
+        benchmarked("{dataset}/filter_oov")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         min_df=lambda wildcards: dataset_spec(wildcards)["vocabulary"]["min_df"],
         max_words=lambda wildcards: json.dumps(
             dataset_spec(wildcards)["vocabulary"]["max_words_per_doc"]
         ),
-    log:
-        logged("{dataset}/filter_oov"),
-    benchmark:
-        benchmarked("{dataset}/filter_oov")
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval filter-oov --documents {input.documents} --embeddings {input.embeddings}"
         " --dataset {wildcards.dataset} --min-df {params.min_df}"
@@ -36,18 +36,20 @@ rule select_variant:
     output:
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
-    params:
-        kept=lambda wildcards, input: f"--kept {input.kept}" if "kept" in input.keys() else "",
     log:
         logged("{dataset}/{variant}/select_variant"),
     benchmark:
         benchmarked("{dataset}/{variant}/select_variant")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
+    params:
+        kept=lambda wildcards, input: (
+            f"--kept {input.kept}" if "kept" in input.keys() else ""
+        ),
     shell:
         "wmdeval select-variant --documents {input.documents} --splits {input.splits}"
         " {params.kept} --out-documents {output.documents} --out-splits {output.splits}"
@@ -64,12 +66,12 @@ rule oov_table:
         logged("tables/oov"),
     benchmark:
         benchmarked("tables/oov")
+    conda:
+        "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/wmdeval.yaml"
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
         " --title 'Out-of-vocabulary filter and document-size control (PROTOCOL §3)' 2> {log}"
