@@ -14,6 +14,7 @@ the thread count), so any layout gives a bit-identical matrix: see
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from ot.lp.emd_wrap import emd_c
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import io, schemas
 
@@ -350,7 +351,7 @@ def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
 
     # One BLAS thread: parallelism comes from our threads, and the row blocks' matrix
     # products then take the same code path whatever the job's environment says.
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+    with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         pending = {pool.submit(work, k) for k in range(len(segments))}
         while pending:
             finished, pending = wait(pending, timeout=PROGRESS_SECONDS,
@@ -365,6 +366,12 @@ def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
     if progress is not None:
         progress(n_pairs, n_pairs)
     return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_SHARD)
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    # Finding the loaded BLAS libraries takes milliseconds; do it once per process.
+    return ThreadpoolController()
 
 
 def _last_document_of_each_word(inputs: WmdInputs) -> np.ndarray:
@@ -495,7 +502,7 @@ def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_sha
         raise io.WmdevalError("threads must be >= 1")
     documents = io.read_documents(documents_path)
     inputs = prepare(documents, _read_embeddings(embeddings_path), weighting)
-    _log_empty(documents, inputs, weighting)
+    _log_empty(documents, inputs)
     start, stop = plan_shards(inputs, n_shards)[shard]
     LOG.info("%d documents, %d pairs; shard %d/%d: pairs %d..%d (%d), %d thread(s)",
              inputs.n, inputs.n * (inputs.n - 1) // 2, shard + 1, n_shards, start, stop,
@@ -504,7 +511,7 @@ def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_sha
     io.write_table(table, out_path, schemas.WMD_SHARD)
 
 
-def _log_empty(documents: pa.Table, inputs: WmdInputs, weighting: str) -> None:
+def _log_empty(documents: pa.Table, inputs: WmdInputs) -> None:
     no_words = pc.list_value_length(documents.column("words")).to_numpy(
         zero_copy_only=False) == 0
     for label, mask in (("have no words", no_words),

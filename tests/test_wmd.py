@@ -1,0 +1,361 @@
+import math
+
+import numpy as np
+import ot
+import pyarrow as pa
+import pytest
+from scipy.spatial.distance import cdist
+
+from wmdeval import baselines, io, methods, schemas, wmd
+
+
+def documents(bags: list[dict[str, float]]) -> pa.Table:
+    """DOCUMENTS table of bags of words, doc_id = position."""
+    words = [sorted(bag) for bag in bags]
+    return pa.table({
+        "doc_id": np.arange(len(bags), dtype=np.int32),
+        "label": ["x"] * len(bags),
+        "y": np.zeros(len(bags), dtype=np.int32),
+        "words": words,
+        "counts": [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)],
+    }, schema=schemas.DOCUMENTS)
+
+
+def embeddings(vectors: dict[str, list[float]]) -> pa.Table:
+    words = sorted(vectors)
+    dim = len(vectors[words[0]])
+    flat = np.array([vectors[w] for w in words], dtype=np.float32).ravel()
+    return pa.table({
+        "word": words,
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), dim),
+        "norm": np.ones(len(words), dtype=np.float32),
+    }, schema=schemas.embeddings_schema(dim))
+
+
+def random_corpus(seed: int, n_docs: int, n_words: int = 30, dim: int = 6, max_len: int = 12
+                  ) -> tuple[pa.Table, pa.Table]:
+    """Documents over a small vocabulary (so they share words), unit vectors."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{k:02d}" for k in range(n_words)]
+    vectors = rng.standard_normal((n_words, dim))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    bags = []
+    for _ in range(n_docs):
+        chosen = rng.choice(vocab, int(rng.integers(1, max_len + 1)), replace=False)
+        bags.append({w: int(rng.integers(1, 5)) for w in chosen})
+    return documents(bags), embeddings(dict(zip(vocab, vectors.tolist(), strict=True)))
+
+
+def awkward_corpus() -> tuple[pa.Table, pa.Table]:
+    """Random documents plus an empty one, a duplicate and one-word documents."""
+    docs, emb = random_corpus(1, 26)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[4] = {}
+    bags[9] = dict(bags[2])
+    bags[13] = {"w03": 2}
+    bags[20] = {"w03": 1}
+    return documents(bags), emb
+
+
+def shard_table(inputs: wmd.WmdInputs, n_shards: int, threads: int = 1) -> list[pa.Table]:
+    return [wmd.solve_shard(inputs, s, n_shards, threads) for s in range(n_shards)]
+
+
+def upper_pairs(table: pa.Table) -> dict[tuple[int, int], float]:
+    return {(r["i"], r["j"]): r["distance"] for r in table.to_pylist()}
+
+
+# --- hand-computed distances -------------------------------------------------------------
+
+
+def test_one_word_documents_are_the_distance_between_their_vectors():
+    emb = embeddings({"a": [0.0, 0.0], "b": [3.0, 4.0]})
+    inputs = wmd.prepare(documents([{"a": 2}, {"b": 7}]), emb, "bow")
+    assert wmd.wmd_pair(inputs, 0, 1) == 5.0
+    matrix = wmd.gather(2, shard_table(inputs, 1))
+    np.testing.assert_array_equal(matrix, np.array([[0, 5], [5, 0]], dtype=np.float32))
+
+
+def test_two_words_against_two_words_by_hand():
+    # Points on a line: a=0, b=10 with mass 1/2 each; c=1 (1/4), d=9 (3/4).
+    # Optimal: a->c 1/4 (cost 1), a->d 1/4 (cost 9), b->d 1/2 (cost 1) = 3.
+    emb = embeddings({"a": [0, 0], "b": [10, 0], "c": [1, 0], "d": [9, 0]})
+    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"c": 1, "d": 3}]), emb, "bow")
+    assert wmd.wmd_pair(inputs, 0, 1) == pytest.approx(3.0, abs=1e-12)
+    assert wmd.wmd_pair(inputs, 1, 0) == pytest.approx(3.0, abs=1e-12)
+    plan, cost, words_i, words_j = wmd.transport(inputs, 0, 1)
+    np.testing.assert_allclose(plan, [[0.25, 0.25], [0.0, 0.5]], atol=1e-15)
+    np.testing.assert_array_equal(cost, [[1, 9], [9, 1]])
+    assert list(words_i) == ["a", "b"] and list(words_j) == ["c", "d"]
+
+
+def test_matches_a_plain_emd2_loop():
+    docs, emb = random_corpus(0, 20)
+    inputs = wmd.prepare(docs, emb, "bow")
+    (table,) = shard_table(inputs, 1)
+    got = upper_pairs(table)
+    vectors = {r["word"]: np.array(r["vector"], dtype=np.float64) for r in emb.to_pylist()}
+    rows = docs.to_pylist()
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            a = np.array(rows[i]["counts"]) / sum(rows[i]["counts"])
+            b = np.array(rows[j]["counts"]) / sum(rows[j]["counts"])
+            cost = cdist([vectors[w] for w in rows[i]["words"]],
+                         [vectors[w] for w in rows[j]["words"]])
+            expected = ot.emd2(a, b, cost)
+            assert got[i, j] == pytest.approx(expected, abs=1e-9)
+            assert wmd.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize(("scale", "tolerance"), [(1.0, 1e-12), (math.sqrt(2), 1e-7)])
+def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
+    # Cost between distinct words = scale * sqrt(2); for scale sqrt(2) (the paper's 2)
+    # the float32 rounding of sqrt(2) in the embedding table limits the agreement.
+    rng = np.random.default_rng(3)
+    vocab = [f"v{k}" for k in range(12)]
+    emb = embeddings({w: (scale * np.eye(12)[k]).tolist() for k, w in enumerate(vocab)})
+    bags = [{w: int(rng.integers(1, 6)) for w in rng.choice(vocab, int(rng.integers(1, 9)),
+                                                            replace=False)} for _ in range(15)]
+    docs = documents(bags)
+    inputs = wmd.prepare(docs, emb, "bow")
+    got = np.zeros((15, 15))
+    for table in shard_table(inputs, 2):
+        for (i, j), d in upper_pairs(table).items():
+            got[i, j] = got[j, i] = d
+    counts, _ = baselines.count_matrix(docs)
+    everything = np.arange(15)
+    l1 = baselines.baseline_distances(counts, methods.BY_SLUG["bow-l1-l1"], everything,
+                                      everything, everything)
+    cost = np.float64(np.float32(scale)) * math.sqrt(2)
+    np.testing.assert_allclose(got, l1 * cost / 2, rtol=tolerance, atol=1e-12)
+
+
+# --- weighting ----------------------------------------------------------------------------
+
+
+def test_bow_weights_are_l1_normalised_counts():
+    emb = embeddings({"a": [1, 0], "b": [0, 1], "c": [1, 1]})
+    inputs = wmd.prepare(documents([{"a": 1, "c": 3}, {}, {"b": 2}]), emb, "bow")
+    assert list(inputs.words[inputs.indices[0]]) == ["a", "c"]
+    np.testing.assert_array_equal(inputs.weights[0], [0.25, 0.75])
+    assert len(inputs.weights[1]) == 0
+    np.testing.assert_array_equal(inputs.weights[2], [1.0])
+    assert inputs.indices[0].dtype == np.int32 and inputs.weights[0].dtype == np.float64
+
+
+def test_tfidf_weights_by_hand():
+    emb = embeddings({w: [k, 1.0] for k, w in enumerate("abcd")})
+    bags = [{"a": 2, "b": 1, "c": 1}, {"a": 1, "b": 3}, {"c": 2, "d": 1}, {"a": 1, "d": 1}]
+    inputs = wmd.prepare(documents(bags), emb, "tfidf")
+    # N = 4; df: a 3, b 2, c 2, d 2
+    idf = {"a": math.log(4 / 3), "b": math.log(2), "c": math.log(2), "d": math.log(2)}
+    for k, bag in enumerate(bags):
+        words = sorted(bag)
+        mass = np.array([bag[w] * idf[w] for w in words])
+        assert list(inputs.words[inputs.indices[k]]) == words
+        np.testing.assert_allclose(inputs.weights[k], mass / mass.sum(), rtol=1e-15)
+    a = inputs.weights[0]
+    b = inputs.weights[2]
+    cost = cdist(np.array([[0, 1], [1, 1], [2, 1]]), np.array([[2, 1], [3, 1]]))
+    assert wmd.wmd_pair(inputs, 0, 2) == pytest.approx(ot.emd2(a, b, cost), abs=1e-12)
+
+
+def test_tfidf_without_mass_is_empty_and_idf_zero_words_are_dropped():
+    emb = embeddings({"a": [0, 1], "b": [1, 0]})
+    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb,
+                         "tfidf")
+    # "a" is in every document: idf 0, so document 1 has no mass.
+    assert inputs.empty.tolist() == [False, True, False]
+    assert list(inputs.words[inputs.indices[0]]) == ["b"]
+    np.testing.assert_array_equal(inputs.weights[0], [1.0])
+    matrix = wmd.gather(3, shard_table(inputs, 2))
+    assert np.isnan(matrix[1]).all() and np.isnan(matrix[:, 1]).all()
+    assert matrix[0, 2] == 0.0  # both are all "b" now
+    assert not wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}]), emb, "bow").empty.any()
+
+
+def test_a_word_without_embedding_is_named():
+    emb = embeddings({"a": [0, 1]})
+    with pytest.raises(io.WmdevalError, match="'zebra'"):
+        wmd.prepare(documents([{"a": 1}, {"a": 1, "zebra": 2}]), emb, "bow")
+
+
+# --- matrices -----------------------------------------------------------------------------
+
+
+def test_gathered_matrix_is_symmetric_with_zero_diagonal():
+    docs, emb = random_corpus(2, 18)
+    matrix = wmd.gather(18, shard_table(wmd.prepare(docs, emb, "bow"), 4))
+    assert matrix.dtype == np.float32 and matrix.shape == (18, 18)
+    np.testing.assert_array_equal(matrix, matrix.T)
+    np.testing.assert_array_equal(np.diagonal(matrix), 0.0)
+    assert (matrix[~np.eye(18, dtype=bool)] > 0).all()
+
+
+def test_empty_documents_give_nan_rows_and_columns():
+    docs, emb = awkward_corpus()
+    inputs = wmd.prepare(docs, emb, "bow")
+    matrix = wmd.gather(inputs.n, shard_table(inputs, 3))
+    assert np.isnan(matrix[4]).all() and np.isnan(matrix[:, 4]).all()
+    others = np.delete(np.delete(matrix, 4, axis=0), 4, axis=1)
+    assert not np.isnan(others).any()
+    assert matrix[2, 9] == 0.0  # duplicates
+    assert matrix[13, 20] == 0.0  # same single word, different counts
+    assert math.isnan(wmd.wmd_pair(inputs, 4, 5))
+
+
+def test_one_word_shortcut_is_the_weighted_sum_of_costs():
+    docs, emb = awkward_corpus()
+    inputs = wmd.prepare(docs, emb, "bow")
+    for j in (0, 1, 2, 25):
+        cost = wmd.cost_matrix(inputs, inputs.indices[13], inputs.indices[j])
+        expected = ot.emd2(inputs.weights[13], inputs.weights[j], cost)
+        assert wmd.wmd_pair(inputs, 13, j) == pytest.approx(expected, abs=1e-12)
+        assert wmd.wmd_pair(inputs, j, 13) == pytest.approx(expected, abs=1e-12)
+
+
+def test_shard_layout_does_not_change_a_bit(tmp_path):
+    docs, emb = awkward_corpus()
+    inputs = wmd.prepare(docs, emb, "bow")
+    matrices = [wmd.gather(inputs.n, shard_table(inputs, k)) for k in (1, 3, 37)]
+    assert matrices[0].tobytes() == matrices[1].tobytes() == matrices[2].tobytes()
+
+    io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(emb, tmp_path / "embeddings.parquet")
+    written = []
+    for n_shards in (1, 3, 37):
+        paths = [tmp_path / f"{n_shards}" / f"shard{s}.parquet" for s in range(n_shards)]
+        for s, path in enumerate(paths):
+            wmd.run_shard(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet",
+                          "bow", s, n_shards, 1, path)
+        out = tmp_path / f"wmd-{n_shards}.parquet"
+        wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD")
+        written.append(out.read_bytes())
+    assert written[0] == written[1] == written[2]
+    doc_ids, matrix = io.read_distances(tmp_path / "wmd-3.parquet")
+    assert matrix.tobytes() == matrices[0].tobytes()
+    assert doc_ids.tolist() == list(range(inputs.n))
+
+
+def test_thread_count_does_not_change_a_bit():
+    docs, emb = awkward_corpus()
+    inputs = wmd.prepare(docs, emb, "tfidf")
+    one = shard_table(inputs, 2, threads=1)
+    for threads in (2, 4):
+        for a, b in zip(one, shard_table(inputs, 2, threads=threads), strict=True):
+            for name in ("i", "j", "distance"):  # bytes: Arrow's equals() says NaN != NaN
+                assert a.column(name).to_numpy().tobytes() == b.column(name).to_numpy().tobytes()
+
+
+def test_gather_refuses_missing_or_repeated_pairs():
+    docs, emb = random_corpus(4, 10)
+    shards = shard_table(wmd.prepare(docs, emb, "bow"), 3)
+    with pytest.raises(io.WmdevalError, match="missing"):
+        wmd.gather(10, shards[:2])
+    with pytest.raises(io.WmdevalError, match="duplicated"):
+        wmd.gather(10, shards + shards[1:2])
+    swapped = pa.concat_tables(shards)
+    repeated = swapped.slice(0, 1)
+    broken = pa.concat_tables([swapped.slice(0, swapped.num_rows - 1), repeated])
+    with pytest.raises(io.WmdevalError, match="missing"):
+        wmd.gather(10, [broken])
+
+
+def test_submatrix_and_run_subset(tmp_path):
+    matrix = np.arange(25, dtype=np.float32).reshape(5, 5)
+    doc_ids = np.array([2, 3, 5, 8, 9], dtype=np.int32)
+    np.testing.assert_array_equal(wmd.submatrix(doc_ids, matrix, np.array([3, 8])),
+                                  [[6, 8], [16, 18]])
+    with pytest.raises(io.WmdevalError, match="doc_id 4"):
+        wmd.submatrix(doc_ids, matrix, np.array([3, 4]))
+
+    io.write_distances(matrix, doc_ids, tmp_path / "full.parquet", metadata={"method": "WMD"})
+    kept = documents([{"a": 1}] * 5).filter(pa.array([False, True, False, True, True]))
+    kept = kept.set_column(0, "doc_id", pa.array([3, 8, 9], pa.int32()))
+    io.write_table(kept, tmp_path / "clean.parquet", schemas.DOCUMENTS)
+    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet",
+                   tmp_path / "sub.parquet")
+    ids, sub = io.read_distances(tmp_path / "sub.parquet")
+    assert ids.tolist() == [3, 8, 9]
+    np.testing.assert_array_equal(sub, matrix[np.ix_([1, 3, 4], [1, 3, 4])])
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+def test_plan_covers_every_pair_once_in_order():
+    docs, emb = awkward_corpus()
+    inputs = wmd.prepare(docs, emb, "bow")
+    total = inputs.n * (inputs.n - 1) // 2
+    for n_shards in (1, 2, 7, 37, total + 5):
+        plan = wmd.plan_shards(inputs, n_shards)
+        assert len(plan) == n_shards and plan[0][0] == 0 and plan[-1][1] == total
+        assert all(plan[k][1] == plan[k + 1][0] for k in range(n_shards - 1))
+        assert all(start <= stop for start, stop in plan)
+        assert plan == wmd.plan_shards(inputs, n_shards)
+    assert wmd.plan_shards(wmd.prepare(documents([{}]), emb, "bow"), 3) == [(0, 0)] * 3
+
+
+def test_shards_enumerate_pairs_row_major():
+    docs, emb = random_corpus(5, 9)
+    inputs = wmd.prepare(docs, emb, "bow")
+    tables = shard_table(inputs, 4)
+    pairs = [(r["i"], r["j"]) for t in tables for r in t.to_pylist()]
+    assert pairs == [(i, j) for i in range(9) for j in range(i + 1, 9)]
+    assert tables[0].schema.equals(schemas.WMD_SHARD)
+
+
+def test_plan_balances_estimated_work_not_pairs():
+    # One long document among short ones: its pairs are far more work.
+    rng = np.random.default_rng(6)
+    vocab = [f"w{k:03d}" for k in range(300)]
+    emb = embeddings({w: rng.standard_normal(4).tolist() for w in vocab})
+    bags = [{w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)}
+            for k in range(40)]
+    inputs = wmd.prepare(documents(bags), emb, "bow")
+    plan = wmd.plan_shards(inputs, 4)
+    sizes = inputs.sizes
+    starts = wmd.row_starts(inputs.n)
+    i = np.searchsorted(starts, np.arange(starts[-1]), side="right") - 1
+    j = np.arange(starts[-1]) - starts[i] + i + 1
+    work = (sizes[i] * sizes[j]) ** wmd.WORK_EXPONENT + wmd.PAIR_OVERHEAD
+    per_shard = np.array([work[a:b].sum() for a, b in plan])
+    assert per_shard.max() / per_shard.min() < 1.1
+    assert plan[0][1] - plan[0][0] < len(work) / 4 / 3  # far fewer pairs than a quarter
+
+
+def test_progress_reports_the_end():
+    docs, emb = random_corpus(7, 8)
+    calls = []
+    wmd.solve_shard(wmd.prepare(docs, emb, "bow"), 0, 2,
+                    progress=lambda done, total: calls.append((done, total)))
+    total = wmd.plan_shards(wmd.prepare(docs, emb, "bow"), 2)[0][1]
+    assert calls[-1] == (total, total)
+
+
+def test_solver_failure_is_an_error(monkeypatch):
+    docs, emb = random_corpus(8, 3, max_len=12)
+    inputs = wmd.prepare(docs, emb, "bow")
+    monkeypatch.setattr(wmd, "MAX_ITER", 1)
+    big = [k for k in range(3) if len(inputs.indices[k]) > 3]
+    with pytest.raises(io.WmdevalError, match="optimality"):
+        wmd.wmd_pair(inputs, big[0], big[1])
+
+
+def test_progress_is_reported_while_solving(monkeypatch):
+    monkeypatch.setattr(wmd, "PROGRESS_SECONDS", 0.001)
+    docs, emb = random_corpus(9, 40, max_len=25)
+    calls = []
+    wmd.solve_shard(wmd.prepare(docs, emb, "bow"), 0, 1, threads=2,
+                    progress=lambda done, total: calls.append((done, total)))
+    done = [d for d, _ in calls]
+    assert len(calls) > 1 and done == sorted(done) and calls[-1] == (780, 780)
+
+
+def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):
+    docs, emb = random_corpus(10, 12)
+    inputs = wmd.prepare(docs, emb, "bow")
+    monkeypatch.setattr(wmd, "MAX_ITER", 1)
+    with pytest.raises(io.WmdevalError, match="optimality"):
+        wmd.solve_shard(inputs, 0, 1, threads=2)
