@@ -7,6 +7,8 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+# 0. Downloads: remote files into resources/, checksummed
+include: "workflow/rules/download.smk"
 # 1. Datasets: corpora -> documents + train/test splits; embeddings
 include: "workflow/rules/ingest.smk"
 # 2. Duplicates: exact duplicate groups and the clean variant

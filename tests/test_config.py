@@ -68,7 +68,7 @@ def test_run_selects_and_checks_names():
 def test_table_dataset_needs_a_path():
     cfg = copy.deepcopy(DEMO)
     cfg["datasets"]["mine"] = {"format": "table", "embeddings": "demo-word2vec"}
-    with pytest.raises(WmdevalError, match="datasets.mine: needs `path` or `url`"):
+    with pytest.raises(WmdevalError, match="datasets.mine: needs exactly one of `path` or `url`"):
         validated(cfg)
 
 

@@ -151,7 +151,8 @@ def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
     written = report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a"])
     assert sorted(p.name for p in written) == sorted(
-        f"{name}.{ext}" for name in ("table2", "table3", "table6", "table6_clean")
+        f"{name}.{ext}"
+        for name in ("table2", "table3", "table6", "table6_clean", "table4", "table5")
         for ext in ("csv", "md"))
     table2 = (tmp_path / "tables" / "table2.md").read_text(encoding="utf-8")
     assert "| WMD | 20.0 | 2.000 |" in table2
@@ -239,3 +240,17 @@ def test_run_figure5_computes_bow_on_the_matrix_documents(tmp_path):
     png, svg = figures.run_figure5([("toy", tmp_path / "wmd.parquet",
                                      tmp_path / "documents.parquet")], tmp_path / "fig5.png")
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
+
+
+def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
+    main = scores_table({("BOW (L1/L1)", "a"): [0.2], ("WMD", "a"): [0.1]})
+    allwords = scores_table({("BOW (L1/L1)", "a"): [0.1], ("TF-IDF (L1/L1)", "a"): [0.3]})
+    io.write_table(main, tmp_path / "scores.parquet", schemas.SCORES)
+    io.write_table(allwords, tmp_path / "allwords.parquet", schemas.SCORES)
+    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a"],
+                      allwords_path=tmp_path / "allwords.parquet")
+    table4 = (tmp_path / "tables" / "table4.csv").read_text(encoding="utf-8").splitlines()
+    # all-words BOW 10 % / main BOW 20 % = 0.5; TF-IDF 30 % / 20 % = 1.5
+    assert table4[1:] == ["BOW (L1/L1),10.0 *,0.500 *", "TF-IDF (L1/L1),30.0,1.500"]
+    note = (tmp_path / "tables" / "table4.md").read_text(encoding="utf-8")
+    assert "the first row of Table 2" in note

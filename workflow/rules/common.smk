@@ -4,6 +4,7 @@ import re
 import sys
 
 from wmdeval import config as wmdeval_config
+from wmdeval.download import cache_name
 from wmdeval.io import WmdevalError
 from wmdeval.methods import WMD, WMD_TFIDF
 
@@ -37,12 +38,61 @@ def dataset_spec(wildcards):
     return config["datasets"][wildcards.dataset]
 
 
+# The keys that change what ingest reads; others (e.g. `vocabulary`) must not make
+# Snakemake rerun ingest and everything after it.
+INGEST_KEYS = (
+    "format",
+    "source",
+    "path",
+    "text_column",
+    "label_column",
+    "split_column",
+    "stopwords",
+    "folds",
+    "test_size",
+    "split_seed",
+)
+
+
+def ingest_spec(spec):
+    return {key: spec[key] for key in INGEST_KEYS if key in spec}
+
+
+def source_file(spec):
+    """Local path of a dataset's or embedding's file: `path`, or where `url` is downloaded
+    (and `member` extracted) under resources/. Pure string work: planning never touches
+    the network."""
+    if "path" in spec:
+        return spec["path"]
+    download = cache_name(spec["url"])
+    if spec.get("member"):
+        return f"resources/data/{download}/{spec['member']}"
+    return f"resources/downloads/{download}"
+
+
 def embedding_file(name):
-    """Path of a named embedding: the file from the config, or the trained demo vectors."""
+    """Path of a named embedding: its file, or the vectors the workflow trains for the demo."""
     spec = config["embeddings"][name]
     if spec["format"] == "train-word2vec":
         return f"resources/embeddings/{name}.vec"
-    return spec["path"]
+    return source_file(spec)
+
+
+def downloads():
+    """{cache name: {url, sha256}} of every remote file the config names."""
+    found = {}
+    for spec in [*config["datasets"].values(), *config["embeddings"].values()]:
+        if "url" in spec:
+            found[cache_name(spec["url"])] = {
+                "url": spec["url"],
+                "sha256": spec["sha256"],
+            }
+    return found
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
 
 
 def embedding_format(name):
@@ -75,12 +125,43 @@ TRAINED_EMBEDDINGS = [
     for name, spec in config["embeddings"].items()
     if spec["format"] == "train-word2vec"
 ]
+KUSNER_DATASETS = [
+    name for name, spec in config["datasets"].items() if spec["format"] == "kusner-mat"
+]
+TEXT_DATASETS = [name for name in config["datasets"] if name not in KUSNER_DATASETS]
+DOWNLOADS = downloads()
 
 
 wildcard_constraints:
     # Only embeddings the workflow trains itself are outputs; "(?!)" matches nothing.
-    trained="|".join(map(re.escape, TRAINED_EMBEDDINGS)) or "(?!)",
+    trained=names_regex(TRAINED_EMBEDDINGS),
+    download=names_regex(DOWNLOADS),
     method="wmd|wmd-tfidf",
+
+
+def text_source_inputs(wildcards):
+    """The file a raw-text dataset reads (none for the corpora bundled with gensim)."""
+    spec = dataset_spec(wildcards)
+    return [source_file(spec)] if "path" in spec or "url" in spec else []
+
+
+def allwords_variant_inputs(wildcards):
+    """Like variant_inputs, but the documents before the out-of-vocabulary filter."""
+    inputs = variant_inputs(wildcards)
+    inputs["documents"] = f"results/{wildcards.dataset}/ingest/documents.parquet"
+    return inputs
+
+
+def allwords_scores():
+    """Per-dataset scores of the all-words evaluation ([] when it is off)."""
+    if not config["all_words"]:
+        return []
+    datasets = [d for d in DATASETS if d in TEXT_DATASETS]
+    return expand(
+        "results/{dataset}/{variant}/allwords/scores.parquet",
+        dataset=datasets,
+        variant=VARIANTS,
+    )
 
 
 def variant_inputs(wildcards):

@@ -30,3 +30,57 @@ rule evaluate:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
         " --wmd {params.wmd:q} --settings {params.settings:q} --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --out {output} 2> {log}"
+
+
+# Paper Tables 4/5: the baselines with every word kept (raw-text datasets only); WMD can
+# only use words with an embedding, so it is not part of this evaluation.
+rule select_variant_allwords:
+    input:
+        unpack(allwords_variant_inputs),
+    output:
+        documents="results/{dataset}/{variant}/allwords/documents.parquet",
+        splits="results/{dataset}/{variant}/allwords/splits.parquet",
+    log:
+        logged("{dataset}/{variant}/allwords/select_variant"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/allwords/select_variant")
+    wildcard_constraints:
+        dataset=names_regex(TEXT_DATASETS),
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        kept=lambda wildcards, input: (
+            f"--kept {input.kept}" if "kept" in input.keys() else ""
+        ),
+    shell:
+        "wmdeval select-variant --documents {input.documents} --splits {input.splits}"
+        " {params.kept} --out-documents {output.documents} --out-splits {output.splits}"
+        " 2> {log}"
+
+
+rule evaluate_allwords:
+    input:
+        documents="results/{dataset}/{variant}/allwords/documents.parquet",
+        splits="results/{dataset}/{variant}/allwords/splits.parquet",
+    output:
+        "results/{dataset}/{variant}/allwords/scores.parquet",
+    log:
+        logged("{dataset}/{variant}/allwords/evaluate"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/allwords/evaluate")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        settings=spec_json(config["evaluation"]),
+    shell:
+        "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
+        " --settings {params.settings:q} --dataset {wildcards.dataset}"
+        " --variant {wildcards.variant} --out {output} 2> {log}"

@@ -1,7 +1,9 @@
-# Stage 1: corpora -> documents and train/test splits; embeddings for raw-text corpora.
+# Stage 1: corpora -> documents and train/test splits; embeddings of the corpus vocabulary.
 
 
 rule ingest:
+    input:
+        text_source_inputs,
     output:
         documents="results/{dataset}/ingest/documents.parquet",
         splits="results/{dataset}/ingest/splits.parquet",
@@ -9,6 +11,8 @@ rule ingest:
         logged("{dataset}/ingest"),
     benchmark:
         benchmarked("{dataset}/ingest")
+    wildcard_constraints:
+        dataset=names_regex(TEXT_DATASETS),
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
@@ -16,10 +20,45 @@ rule ingest:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=lambda wildcards: spec_json(dataset_spec(wildcards)),
+        spec=lambda wildcards, input: spec_json(
+            {
+                **ingest_spec(dataset_spec(wildcards)),
+                **({"path": input[0]} if input else {}),
+            }
+        ),
     shell:
         "wmdeval ingest --spec {params.spec:q} --documents {output.documents}"
         " --splits {output.splits} 2> {log}"
+
+
+rule ingest_kusner:
+    input:
+        lambda wildcards: source_file(dataset_spec(wildcards)),
+    output:
+        documents="results/{dataset}/ingest/documents.parquet",
+        splits="results/{dataset}/ingest/splits.parquet",
+        embeddings="results/{dataset}/vectors/embeddings.parquet",
+        report="results/{dataset}/ingest/report.parquet",
+    log:
+        logged("{dataset}/ingest"),
+    benchmark:
+        benchmarked("{dataset}/ingest")
+    wildcard_constraints:
+        dataset=names_regex(KUSNER_DATASETS),
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        # loadmat holds the whole file as float64 plus Python objects per cell
+        mem_mb=lambda wildcards, input, attempt: max(2000, 8 * input.size_mb) * attempt,
+        runtime=60,
+    params:
+        normalize=lambda wildcards: json.dumps(dataset_spec(wildcards)["normalize"]),
+    shell:
+        "wmdeval ingest-kusner --mat {input} --dataset {wildcards.dataset}"
+        " --normalize {params.normalize} --documents {output.documents}"
+        " --splits {output.splits} --embeddings {output.embeddings}"
+        " --report {output.report} 2> {log}"
 
 
 rule train_embeddings:
@@ -39,7 +78,7 @@ rule train_embeddings:
         spec=lambda wildcards: spec_json(config["embeddings"][wildcards.trained]),
         corpora=lambda wildcards: spec_json(
             [
-                config["datasets"][d]
+                ingest_spec(config["datasets"][d])
                 for d in config["embeddings"][wildcards.trained]["train_on"]
             ]
         ),
@@ -60,11 +99,14 @@ rule lookup_embeddings:
         logged("{dataset}/lookup_embeddings"),
     benchmark:
         benchmarked("{dataset}/lookup_embeddings")
+    wildcard_constraints:
+        dataset=names_regex(TEXT_DATASETS),
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
+        # streaming read: only the corpus vocabulary is held
+        mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=60,
     params:
         format=lambda wildcards: embedding_format(dataset_spec(wildcards)["embeddings"]),

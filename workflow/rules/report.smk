@@ -1,6 +1,6 @@
 # Stage 6: results/scores.parquet, the paper's tables and figures.
 
-TABLES = ["table2", "table3", "table6", "table6_clean"]
+TABLES = ["table2", "table3", "table4", "table5", "table6", "table6_clean"]
 
 
 rule collect_scores:
@@ -26,9 +26,29 @@ rule collect_scores:
         "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
 
 
+rule collect_scores_allwords:
+    input:
+        allwords_scores(),
+    output:
+        "results/scores_allwords.parquet",
+    log:
+        logged("collect_scores_allwords"),
+    benchmark:
+        benchmarked("collect_scores_allwords")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
+
+
 rule tables:
     input:
-        "results/scores.parquet",
+        scores="results/scores.parquet",
+        allwords=["results/scores_allwords.parquet"] if allwords_scores() else [],
     output:
         expand("results/tables/{table}.{ext}", table=TABLES, ext=["csv", "md"]),
     log:
@@ -43,9 +63,12 @@ rule tables:
         runtime=10,
     params:
         datasets=DATASETS,
+        allwords=lambda wildcards, input: (
+            f"--allwords {input.allwords}" if input.allwords else ""
+        ),
     shell:
-        "wmdeval tables --scores {input} --out-dir results/tables"
-        " --datasets {params.datasets} 2> {log}"
+        "wmdeval tables --scores {input.scores} --out-dir results/tables"
+        " --datasets {params.datasets} {params.allwords} 2> {log}"
 
 
 rule figure3:

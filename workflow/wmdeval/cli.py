@@ -62,6 +62,46 @@ def _(p):
     p.add_argument("--splits", required=True)
 
 
+def _download(a):
+    from .download import run_download
+
+    run_download(a.url, None if a.sha256 in ("null", "") else a.sha256, a.out, a.lock_file)
+
+
+@command("download", "download a file with resume, retries and checksum")(_download)
+def _(p):
+    p.add_argument("--url", required=True)
+    p.add_argument("--sha256", default="null", help="expected SHA-256, or null")
+    p.add_argument("--lock-file", default=None, help="where unpinned checksums are recorded")
+    p.add_argument("--out", required=True)
+
+
+def _extract(a):
+    from .download import run_extract
+
+    run_extract(a.archive, a.member, a.out)
+
+
+@command("extract", "take one file out of a zip or .gz archive")(_extract)
+def _(p):
+    p.add_argument("--archive", required=True)
+    p.add_argument("--member", default=None)
+    p.add_argument("--out", required=True)
+
+
+def _ingest_kusner(a):
+    from .kusner import run_kusner
+
+    run_kusner(a.mat, a.normalize, a.documents, a.splits, a.embeddings, a.report, a.dataset)
+
+
+@command("ingest-kusner", "read a Kusner et al. .mat file")(_ingest_kusner)
+def _(p):
+    for name in ("--mat", "--dataset", "--documents", "--splits", "--embeddings", "--report"):
+        p.add_argument(name, required=True)
+    p.add_argument("--normalize", type=_json, default=False)
+
+
 def _train(a):
     from .embeddings import run_train
     from .ingest import tokenized_corpus
@@ -203,7 +243,7 @@ def _(p):
 def _tables(a):
     from .report import run_tables
 
-    run_tables(a.scores, a.out_dir, a.datasets)
+    run_tables(a.scores, a.out_dir, a.datasets, a.allwords)
 
 
 @command("tables", "write the paper's tables as CSV and Markdown")(_tables)
@@ -211,6 +251,7 @@ def _(p):
     p.add_argument("--scores", required=True)
     p.add_argument("--out-dir", required=True)
     p.add_argument("--datasets", nargs="+", required=True)
+    p.add_argument("--allwords", default=None, help="scores with every word kept (Tables 4/5)")
 
 
 def _summaries(a):

@@ -81,8 +81,8 @@ def _check_references(config: dict[str, Any], source: str) -> None:
         fmt = spec["format"]
         if fmt == "demo" and "source" not in spec:
             raise WmdevalError(f"{where}.source: required for format demo")
-        if fmt in ("kusner-mat", "table") and not ("path" in spec or "url" in spec):
-            raise WmdevalError(f"{where}: needs `path` or `url` for format {fmt}")
+        if fmt in ("kusner-mat", "table"):
+            _check_source(spec, where, f"format {fmt}")
         if fmt != "kusner-mat":
             ref = spec.get("embeddings")
             if ref is None:
@@ -99,11 +99,19 @@ def _check_references(config: dict[str, Any], source: str) -> None:
                     raise WmdevalError(f"{where}.train_on: no dataset named {ref!r}")
                 if datasets[ref]["format"] == "kusner-mat":
                     raise WmdevalError(f"{where}.train_on: {ref!r} has no raw text")
-        elif not ("path" in spec or "url" in spec):
-            raise WmdevalError(f"{where}: needs `path` or `url`")
+        else:
+            _check_source(spec, where, f"format {spec['format']}")
     for ref in config.get("run") or []:
         if ref not in datasets:
             raise WmdevalError(f"{source}: run: no dataset named {ref!r}")
+
+
+def _check_source(spec: dict[str, Any], where: str, what: str) -> None:
+    """A file comes from exactly one of `path` and `url`."""
+    if ("path" in spec) == ("url" in spec):
+        raise WmdevalError(f"{where}: needs exactly one of `path` or `url` for {what}")
+    if spec.get("member") and "url" not in spec:
+        raise WmdevalError(f"{where}.member: only with `url` (a downloaded zip archive)")
 
 
 def selected_datasets(config: dict[str, Any]) -> list[str]:

@@ -212,9 +212,16 @@ class TableSpec:
     variant: str
     classifier: str
     methods: tuple[str, ...]
+    reference_variant: str | None = None  # variant of the rel. reference; None = own variant
 
 
 _WKNN_METHODS = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
+_ALLWORDS_METHODS = ("BOW (L1/L1)", "TF-IDF (L1/L1)")
+
+
+def allwords_variant(variant: str) -> str:
+    """How scores with every word kept (paper Tables 4/5) are told apart inside the tables."""
+    return f"{variant} (all words)"
 
 TABLES: tuple[TableSpec, ...] = (
     TableSpec("table2", "Table 2: kNN test error (%), original data", "original", "knn",
@@ -225,6 +232,10 @@ TABLES: tuple[TableSpec, ...] = (
               "original", "wknn", _WKNN_METHODS),
     TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
               "clean", "wknn", _WKNN_METHODS),
+    TableSpec("table4", "Table 4: kNN test error (%) with all words kept, original data",
+              allwords_variant("original"), "knn", _ALLWORDS_METHODS, "original"),
+    TableSpec("table5", "Table 5: kNN test error (%) with all words kept, clean data",
+              allwords_variant("clean"), "knn", _ALLWORDS_METHODS, "clean"),
 )
 
 
@@ -254,13 +265,14 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
     if not has_rows:
         return (f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}': "
                 "this table has no rows.")
+    reference = spec.reference_variant or spec.variant
     lines = [
         "Test error in percent: mean ± standard deviation over the folds (ddof = 0) for "
         "five-fold datasets, a single number for one-fold datasets.",
         f"rel.: mean over datasets of the method's mean error divided by that of "
-        f"{methods_module.REFERENCE} with the standard kNN on the {spec.variant} data"
-        + (f" (the first row of {_KNN_TABLE.get(spec.variant, 'the kNN table')})."
-           if spec.classifier != "knn" else "."),
+        f"{methods_module.REFERENCE} with the standard kNN on the {reference} data"
+        + (f" (the first row of {_KNN_TABLE.get(reference, 'the kNN table')})."
+           if spec.classifier != "knn" or reference != spec.variant else "."),
         BEST_NOTE,
     ]
     empty = empty_test_documents(scores, spec.variant, spec.classifier)
@@ -272,20 +284,31 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
 
 
 def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
-               datasets: Sequence[str] | None = None) -> list[Path]:
-    """Write table2, table3, table6 and table6_clean as .csv and .md into ``out_dir``.
+               datasets: Sequence[str] | None = None,
+               allwords_path: str | os.PathLike | None = None) -> list[Path]:
+    """Write every table of TABLES as .csv and .md into ``out_dir``.
 
     ``datasets`` gives the columns and their order (default: the order in the scores).
-    Returns the written paths.
+    ``allwords_path``: scores of the baselines with every word kept (Tables 4/5); their
+    rel. is relative to BOW (L1/L1) of the main scores, as in the paper. Returns the
+    written paths.
     """
     scores = read_table(scores_path, schemas.SCORES)
     if datasets is None:
         datasets = list(dict.fromkeys(scores.column("dataset").to_pylist()))
+    if allwords_path is not None:
+        allwords = read_table(allwords_path, schemas.SCORES)
+        variants = allwords.column("variant").to_pylist()
+        renamed = pa.array([allwords_variant(v) for v in variants], pa.string())
+        allwords = allwords.set_column(allwords.schema.get_field_index("variant"), "variant",
+                                       renamed)
+        scores = pa.concat_tables([scores, allwords.cast(scores.schema)])
     out_dir = Path(out_dir)
     written = []
     for spec in TABLES:
         rows = paper_table(scores, spec.variant, spec.classifier, spec.methods, datasets,
-                           reference_variant=spec.variant, reference_classifier="knn")
+                           reference_variant=spec.reference_variant or spec.variant,
+                           reference_classifier="knn")
         csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
         write_table_files(rows, table_header(datasets), csv_path, md_path, spec.title,
                           table_note(spec, scores, bool(rows)))
