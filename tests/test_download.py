@@ -390,3 +390,12 @@ def test_cache_name():
     assert dl.cache_name("https://example.org").endswith("-download")
     assert dl.cache_name("https://example.org/a%20b/c%20d$(x).txt.gz").endswith("-c_d__x_.txt.gz")
     assert re.fullmatch(r"[0-9a-f]{12}-[A-Za-z0-9._-]+", dl.cache_name("https://x.org/ü/ä?q#f"))
+
+
+def test_extract_zip_member_by_base_name_inside_a_folder(tmp_path):
+    archive = tmp_path / "folder.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("shared/bbcsport.mat", b"mat bytes")
+        handle.writestr("shared/other.mat", b"other")
+    out = dl.extract(archive, "bbcsport.mat", tmp_path / "out.mat")
+    assert out.read_bytes() == b"mat bytes"

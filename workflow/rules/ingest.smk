@@ -106,7 +106,7 @@ rule lookup_embeddings:
     threads: 1
     resources:
         # streaming read: only the corpus vocabulary is held
-        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        mem_mb=lambda wildcards, attempt: 1000 * attempt,
         runtime=60,
     params:
         format=lambda wildcards: embedding_format(dataset_spec(wildcards)["embeddings"]),

@@ -423,6 +423,13 @@ def _choose_member(archive: Path, files: list[zipfile.ZipInfo],
     else:
         matches = [info for info in files if info.filename == member]
         if not matches:
+            # Folder downloads (e.g. a shared Dropbox folder) put files under a directory:
+            # accept the one member whose base name is the requested name.
+            matches = [info for info in files if info.filename.rsplit("/", 1)[-1] == member]
+        if len(matches) > 1:
+            raise WmdevalError(f"{archive}: several members named {member!r} "
+                               f"({', '.join(m.filename for m in matches)}): give the full path")
+        if not matches:
             raise WmdevalError(f"{archive}: no member {member!r} (members: {listing})")
         chosen = matches[0]
     if _is_unsafe_member_name(chosen.filename):
