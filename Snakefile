@@ -6,6 +6,9 @@
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 # 0. Downloads: remote files into resources/, checksummed
 include: "workflow/rules/download.smk"

@@ -7,7 +7,8 @@ import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr
 
-from wmdeval import figures, io, report, schemas
+from wmdeval import figures, io, methods, pca, report, schemas, wmd
+from wmdeval.embeddings import embeddings_table
 
 PAPER_DATASETS = ["bbcsport", "twitter", "recipe", "ohsumed", "classic", "reuters", "amazon",
                   "20news"]
@@ -152,12 +153,79 @@ def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     written = report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a"])
     assert sorted(p.name for p in written) == sorted(
         f"{name}.{ext}"
-        for name in ("table2", "table3", "table6", "table6_clean", "table4", "table5")
+        for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean",
+                     "table7", "table8", "table8_clean")
         for ext in ("csv", "md"))
     table2 = (tmp_path / "tables" / "table2.md").read_text(encoding="utf-8")
     assert "| WMD | 20.0 | 2.000 |" in table2
     assert "a 1." in table2  # the empty test document is reported
     assert "no rows" in (tmp_path / "tables" / "table3.md").read_text(encoding="utf-8")
+    # Table 8 without PCA scores: the two reference rows, and a note saying so.
+    table8 = (tmp_path / "tables" / "table8.md").read_text(encoding="utf-8")
+    assert "| BOW (L1/L1) | 10.0 * | 1.000 * |" in table8 and "| WMD | 20.0 |" in table8
+    assert "only the reference rows" in table8
+
+
+def _all_methods_scores(variant: str, offset: float = 0.0) -> pa.Table:
+    """Every method of Table 2 plus three PCA methods and TF-IDF on PCA, two datasets."""
+    names = [*report.METHOD_NAMES, "WMD (10-d PCA)", "WMD-TF-IDF (5-d PCA)", "WMD (5-d PCA)",
+             "WMD (2-d PCA)"]
+    errors = {(name, dataset): [0.10 + 0.01 * k + offset + 0.05 * d]
+              for k, name in enumerate(names) for d, dataset in enumerate(("a", "b"))}
+    return scores_table(errors, variant=variant)
+
+
+def _table_rows(tmp_path, name: str) -> list[list[str]]:
+    text = (tmp_path / "tables" / f"{name}.csv").read_text(encoding="utf-8")
+    return [line.split(",") for line in text.splitlines()[1:]]
+
+
+def test_tables_3_7_and_8_rows_and_order(tmp_path):
+    scores = pa.concat_tables([_all_methods_scores("original"),
+                               _all_methods_scores("clean", offset=0.1)])
+    io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
+    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a", "b"])
+
+    # Table 3: the paper's first block; Table 7: all 14 methods, in Table 2 order.
+    assert [r[0] for r in _table_rows(tmp_path, "table3")] == \
+        ["BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF"]
+    assert [r[0] for r in _table_rows(tmp_path, "table7")] == list(report.METHOD_NAMES)
+    assert "Table 7" in (tmp_path / "tables" / "table3.md").read_text(encoding="utf-8")
+
+    # Table 8: the two reference rows, then the PCA methods by dimension (not by text).
+    expected = ["BOW (L1/L1)", "WMD", "WMD (2-d PCA)", "WMD (5-d PCA)",
+                "WMD-TF-IDF (5-d PCA)", "WMD (10-d PCA)"]
+    for name in ("table8", "table8_clean"):
+        assert [r[0] for r in _table_rows(tmp_path, name)] == expected
+    # rel. against BOW (L1/L1) of the same variant: WMD (10-d PCA) is method 14,
+    # errors (24 %, 29 %) original against BOW's (10 %, 15 %), (34, 39) / (20, 25) clean.
+    rel = {r[0]: r[-1].removesuffix(report.BEST_MARKER) for r in _table_rows(tmp_path, "table8")}
+    assert rel["WMD (10-d PCA)"] == f"{(24 / 10 + 29 / 15) / 2:.3f}"
+    rel_clean = {r[0]: r[-1] for r in _table_rows(tmp_path, "table8_clean")}
+    assert rel_clean["WMD (10-d PCA)"] == f"{(34 / 20 + 39 / 25) / 2:.3f}"
+    assert rel_clean["BOW (L1/L1)"] == "1.000" + report.BEST_MARKER
+    note = (tmp_path / "tables" / "table8_clean.md").read_text(encoding="utf-8")
+    assert "same as in Table 7" in note and "not re-normalised" in note
+
+
+def test_pca_method_names_sort_by_dimension():
+    names = ["WMD (100-d PCA)", "zeta", "WMD-TF-IDF (5-d PCA)", "WMD (5-d PCA)", "WMD",
+             "BOW (L1/L1)", "WMD (20-d PCA)"]
+    assert sorted(names, key=report.method_sort_key) == [
+        "BOW (L1/L1)", "WMD", "WMD (5-d PCA)", "WMD-TF-IDF (5-d PCA)", "WMD (20-d PCA)",
+        "WMD (100-d PCA)", "zeta"]
+    assert report.parse_pca_method(methods.pca_method_name("WMD-TF-IDF", 5)) == \
+        ("WMD-TF-IDF", 5)
+    assert report.parse_pca_method("WMD") is None
+
+
+def test_collect_sorts_pca_methods_by_dimension(tmp_path):
+    scores = scores_table({("WMD (10-d PCA)", "a"): [0.1], ("WMD (5-d PCA)", "a"): [0.1],
+                           ("WMD", "a"): [0.1]})
+    io.write_table(scores, tmp_path / "s.parquet", schemas.SCORES)
+    collected = report.collect_scores([tmp_path / "s.parquet"])
+    assert collected.column("method").to_pylist() == ["WMD", "WMD (5-d PCA)",
+                                                      "WMD (10-d PCA)"]
 
 
 # --------------------------------------------------------------------------- figures
@@ -240,6 +308,11 @@ def test_run_figure5_computes_bow_on_the_matrix_documents(tmp_path):
     png, svg = figures.run_figure5([("toy", tmp_path / "wmd.parquet",
                                      tmp_path / "documents.parquet")], tmp_path / "fig5.png")
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
+    # With a PCA matrix per dataset (here the same file) a second block is drawn.
+    with_pca = figures.run_figure5([("toy", tmp_path / "wmd.parquet",
+                                     tmp_path / "documents.parquet", tmp_path / "wmd.parquet")],
+                                   tmp_path / "fig5_pca.png", full_dim=300, pca_dim=5)
+    assert with_pca[0].stat().st_size > png.stat().st_size
 
 
 def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
@@ -254,3 +327,161 @@ def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
     assert table4[1:] == ["BOW (L1/L1),10.0 *,0.500 *", "TF-IDF (L1/L1),30.0,1.500"]
     note = (tmp_path / "tables" / "table4.md").read_text(encoding="utf-8")
     assert "the first row of Table 2" in note
+
+
+# --------------------------------------------------------------------------- Figure 4
+
+
+def _toy_documents(bags: list[dict[str, float]]) -> pa.Table:
+    return pa.Table.from_pylist([
+        {"doc_id": k, "label": "xy"[k % 2], "y": k % 2, "words": sorted(bag),
+         "counts": [bag[w] for w in sorted(bag)]}
+        for k, bag in enumerate(bags)
+    ], schema=schemas.DOCUMENTS)
+
+
+def _toy_embeddings(vectors: dict[str, list[float]]) -> pa.Table:
+    words = sorted(vectors)
+    matrix = np.array([vectors[w] for w in words], dtype=np.float64)
+    return embeddings_table(words, matrix, np.linalg.norm(matrix, axis=1))
+
+
+def test_histogram_of_two_one_word_documents_puts_all_mass_at_their_cost():
+    # |a - b| = 0.5 exactly: all the mass of the one pair moves at distance 0.5.
+    inputs = wmd.prepare(_toy_documents([{"a": 2.0}, {"b": 1.0}]),
+                         _toy_embeddings({"a": [0.0, 0.0], "b": [0.3, 0.4]}), "bow")
+    matched = figures.matched_words(inputs, np.array([[0, 1]]))
+    assert matched.n_pairs == 1
+    np.testing.assert_allclose(matched.costs, [0.5])
+    np.testing.assert_allclose(matched.mass, [1.0])
+    edges, fractions = figures.match_histogram(matched, bins=20, upper=1.0)
+    assert len(edges) == 21 and fractions.sum() == pytest.approx(1.0)
+    assert np.flatnonzero(fractions).tolist() == [10]  # [0.50, 0.55)
+    # Default range: 0 to the largest distance, which falls in the last (closed) bin.
+    _, fractions = figures.match_histogram(matched, bins=20)
+    assert np.flatnonzero(fractions).tolist() == [19]
+
+
+def test_histogram_splits_the_mass_between_exact_and_near_matches():
+    # a -> a at 0 and b -> c at 0.32 (cheaper than crossing over via a at distance 1).
+    inputs = wmd.prepare(_toy_documents([{"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}]),
+                         _toy_embeddings({"a": [0.0, 0.0], "b": [1.0, 0.0],
+                                          "c": [1.0, 0.32]}), "bow")
+    matched = figures.matched_words(inputs, np.array([[0, 1]]))
+    assert matched.share_at_zero == pytest.approx(0.5)
+    _, fractions = figures.match_histogram(matched, bins=20, upper=1.0)
+    assert fractions.sum() == pytest.approx(1.0)
+    assert {int(b): float(f) for b, f in zip(np.flatnonzero(fractions),
+                                              fractions[fractions > 0], strict=True)} == \
+        {0: pytest.approx(0.5), 6: pytest.approx(0.5)}  # 0.32 is in [0.30, 0.35)
+
+
+def test_nearest_neighbours_skip_self_and_empty_documents_and_break_ties_low():
+    nan = np.nan
+    distances = np.array([
+        [0.0, 0.5, 0.5, nan, 0.9],
+        [0.5, 0.0, 0.2, nan, 0.2],
+        [0.5, 0.2, 0.0, nan, 0.1],
+        [nan, nan, nan, nan, nan],  # an empty document
+        [0.9, 0.2, 0.1, nan, 0.0],
+    ], dtype=np.float32)
+    everyone = np.arange(5)
+    pairs = figures.nearest_neighbour_pairs(distances, everyone, everyone, block_rows=2)
+    # 0: tie between 1 and 2 -> 1; 1: tie between 2 and 4 -> 2; 3: no neighbour.
+    assert pairs.tolist() == [[0, 1], [1, 2], [2, 4], [4, 2]]
+
+
+def test_one_fold_pairs_test_documents_with_training_documents():
+    folds = [(np.array([0, 2, 4]), np.array([1, 3]))]
+    queries, candidates = figures.query_candidates(folds, 5)
+    assert queries.tolist() == [1, 3] and candidates.tolist() == [0, 2, 4]
+    distances = np.full((5, 5), 1.0)
+    distances[1, 3] = distances[3, 1] = 0.0  # two test documents: not each other's pair
+    distances[1, 4] = 0.5
+    assert figures.nearest_neighbour_pairs(distances, queries, candidates).tolist() == \
+        [[1, 4], [3, 0]]
+    five = [(np.array([0, 1]), np.array([2])), (np.array([1, 2]), np.array([0]))]
+    assert figures.query_candidates(five, 3)[0].tolist() == [0, 1, 2]
+
+
+def test_sample_pairs_is_seeded_and_keeps_order():
+    pairs = np.column_stack([np.arange(50), np.arange(50) + 1])
+    sample = figures.sample_pairs(pairs, 10, seed=0)
+    assert len(sample) == 10 and (np.diff(sample[:, 0]) > 0).all()
+    assert np.array_equal(sample, figures.sample_pairs(pairs, 10, seed=0))
+    assert figures.sample_pairs(pairs, None, seed=0) is pairs
+
+
+def _toy_corpus(n: int = 12, seed: int = 0) -> tuple[pa.Table, dict[str, list[float]]]:
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"w{k}" for k in range(15)]
+    vectors = {w: list(v / np.linalg.norm(v)) for w, v in
+               zip(vocabulary, rng.normal(size=(15, 6)), strict=True)}
+    bags = [{w: float(rng.integers(1, 3)) for w in rng.choice(vocabulary, 4, replace=False)}
+            for _ in range(n)]
+    bags[5] = {}  # an empty document
+    return _toy_documents(bags), vectors
+
+
+def _wmd_matrix(documents: pa.Table, embeddings: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    inputs = wmd.prepare(documents, embeddings, "bow")
+    matrix = np.array([[wmd.wmd_pair(inputs, i, j) if i != j else 0.0 for j in range(inputs.n)]
+                       for i in range(inputs.n)])
+    matrix[inputs.empty, :] = np.nan
+    matrix[:, inputs.empty] = np.nan
+    return inputs.doc_ids, matrix
+
+
+def _figure4_panels() -> list[figures.Figure4Panel]:
+    documents, vectors = _toy_corpus()
+    full = _toy_embeddings(vectors)
+    reduced = pca.project_embeddings(full, documents, 2)
+    doc_ids, matrix = _wmd_matrix(documents, full)
+    pairs = figures.nearest_neighbour_pairs(matrix, np.arange(12), np.arange(12))
+    return [
+        figures.Figure4Panel(name, row, wmd.prepare(documents, table, "bow"), chosen,
+                             len(pairs), source)
+        for name in ("toy", "toy again")
+        for row, table, chosen, source in (
+            ("6-d embeddings", full, pairs, "top: by WMD"),
+            ("2-d PCA embeddings", reduced, pairs[:5], "bottom: same pairs"))
+    ]
+
+
+def test_figure4_png_and_svg_are_reproducible(tmp_path):
+    panels = _figure4_panels()
+    _assert_written_twice_identically(lambda out: figures.figure4(panels, out), tmp_path)
+
+
+def test_run_figure4_from_files_one_fold_with_pca(tmp_path):
+    documents, vectors = _toy_corpus()
+    full = _toy_embeddings(vectors)
+    io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(full, tmp_path / "embeddings.parquet")
+    pca.run_project(tmp_path / "embeddings.parquet", tmp_path / "documents.parquet", 2,
+                    tmp_path / "pca.parquet")
+    for name, table_path in (("wmd", "embeddings.parquet"), ("wmd_pca", "pca.parquet")):
+        doc_ids, matrix = _wmd_matrix(documents, io.read_table(tmp_path / table_path))
+        io.write_distances(matrix, doc_ids, tmp_path / f"{name}.parquet")
+    splits = pa.Table.from_pylist(
+        [{"fold": 0, "doc_id": d, "subset": "test" if d % 3 == 0 else "train"}
+         for d in range(12)], schema=schemas.SPLITS)
+    io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
+    item = figures.Figure4Item("toy", tmp_path / "documents.parquet",
+                               tmp_path / "splits.parquet", tmp_path / "wmd.parquet",
+                               tmp_path / "embeddings.parquet", tmp_path / "pca.parquet",
+                               tmp_path / "wmd_pca.parquet")
+    png, svg = figures.run_figure4([item], tmp_path / "fig4.png", max_documents=3)
+    assert png.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg.read_bytes()
+    assert figures.embedding_dimension(tmp_path / "pca.parquet") == 2
+
+
+def test_figure5_with_pca_block_is_reproducible(tmp_path):
+    wmd_matrix, bow = _distance_matrices()
+    pca_matrix, _ = _distance_matrices(seed=4)
+    panels = [("a", np.arange(40), wmd_matrix, bow), ("b", np.arange(40), bow, bow)]
+    pca_panels = [("a", np.arange(40), pca_matrix, bow), None]
+    _assert_written_twice_identically(
+        lambda out: figures.figure5(panels, out, max_points=200, pca_panels=pca_panels,
+                                    row_titles=("300-d embeddings", "5-d PCA embeddings")),
+        tmp_path)

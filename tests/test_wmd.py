@@ -359,3 +359,55 @@ def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):
     monkeypatch.setattr(wmd, "MAX_ITER", 1)
     with pytest.raises(io.WmdevalError, match="optimality"):
         wmd.solve_shard(inputs, 0, 1, threads=2)
+
+
+def one_fold_splits(doc_ids, test_ids) -> pa.Table:
+    from wmdeval.ingest import splits_table
+
+    subsets = ["test" if d in test_ids else "train" for d in doc_ids]
+    return splits_table([0] * len(doc_ids), list(doc_ids), subsets)
+
+
+def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
+    docs, emb = awkward_corpus()
+    n = docs.num_rows
+    test_ids = {1, 4, 5, 11, 17, 18, 25}  # interleaved with training documents, one empty
+    io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(emb, tmp_path / "embeddings.parquet")
+    io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet",
+                   schemas.SPLITS)
+    full = wmd.gather(n, shard_table(wmd.prepare(docs, emb, "bow"), 1))
+    outputs = []
+    for n_shards in (1, 4, 9):
+        paths = [tmp_path / f"{n_shards}-{k}.parquet" for k in range(n_shards)]
+        for k, path in enumerate(paths):
+            wmd.run_shard(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet", "bow",
+                          k, n_shards, 1, path, splits_path=tmp_path / "splits.parquet")
+        solved = sum(io.read_table(p).num_rows for p in paths)
+        assert solved == n * (n - 1) // 2 - len(test_ids) * (len(test_ids) - 1) // 2
+        out = tmp_path / f"wmd-{n_shards}.parquet"
+        wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD",
+                       splits_path=tmp_path / "splits.parquet")
+        outputs.append(out.read_bytes())
+        _, matrix = io.read_distances(out)
+        test = np.isin(np.arange(n), sorted(test_ids))
+        off_diagonal = ~np.eye(n, dtype=bool)
+        # every pair kNN reads is the full matrix's value; test x test is not solved
+        needed = ~(test[:, None] & test[None, :])
+        np.testing.assert_array_equal(matrix[needed], full[needed])
+        assert np.isnan(matrix[test[:, None] & test[None, :] & off_diagonal]).all()
+        # the empty test document (4) still has an all-NaN row; other test rows are finite
+        assert np.isnan(matrix[4]).all()
+        assert np.isfinite(matrix[11][~test]).all() and matrix[11, 11] == 0
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_five_fold_splits_keep_every_pair():
+    docs, _ = random_corpus(3, 10)
+    ids = docs.column("doc_id").to_numpy()
+    from wmdeval.ingest import random_splits
+
+    order, n_rows = wmd.solve_order(ids, random_splits(10, 5, 0.3, 0))
+    assert n_rows == 10 and np.array_equal(order, np.arange(10))
+    order, n_rows = wmd.solve_order(ids, one_fold_splits(ids, {0, 3}))
+    assert n_rows == 8 and order[:8].tolist() == [1, 2, 4, 5, 6, 7, 8, 9]

@@ -169,3 +169,37 @@ def test_dry_run_and_rulegraph_name_every_stage(finished_run):
                  "select_variant", "wmd_shard", "wmd_gather", "wmd_subset", "evaluate",
                  "collect_scores", "tables", "figure3", "figure5"):
         assert f'label = "{rule}"' in run.stdout, rule
+
+
+def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
+    """Kill a real shard job mid-solve, then let Snakemake finish: one shard reruns."""
+    import signal
+    import time
+
+    results = finished_run / "results" / "newsgroups" / "original"
+    shard = results / "wmd_shards" / "wmd" / "2-of-4.parquet"
+    matrix = results / "distances" / "wmd.parquet"
+    before = matrix.read_bytes()
+    # as if the run was killed while this shard was solving: nothing gathered yet
+    shard.unlink()
+    matrix.unlink()
+    command = [str(Path(sys.executable).parent / "wmdeval"), "wmd-shard",
+               "--documents", str(results / "documents.parquet"),
+               "--embeddings", str(finished_run / "results" / "newsgroups" / "vectors" /
+                                   "embeddings.parquet"),
+               "--weighting", "bow", "--shard", "2-of-4", "--out", str(shard)]
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # past start-up, inside the solve
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+    assert not shard.exists()
+    assert not list(shard.parent.glob(f".{shard.name}*"))  # no partial file either
+
+    plan = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml", "-n")
+    counts = dict(line.split()[:2] for line in plan.stdout.splitlines()
+                  if line.split()[:1] and line.split()[0] in ("wmd_shard", "wmd_gather"))
+    # only the killed shard is solved again (3 of its siblings are kept), then gathered
+    assert counts == {"wmd_shard": "1", "wmd_gather": "1"}, plan.stdout
+    run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert matrix.read_bytes() == before

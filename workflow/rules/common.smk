@@ -6,7 +6,8 @@ import sys
 from wmdeval import config as wmdeval_config
 from wmdeval.download import cache_name
 from wmdeval.io import WmdevalError
-from wmdeval.methods import WMD, WMD_TFIDF
+from wmdeval.methods import WMD, WMD_TFIDF, method_by_slug
+from wmdeval.wmd import gather_mem_mb, shard_resources as wmd_shard_resources
 
 try:
     wmdeval_config.validate(config, source="config")
@@ -100,6 +101,59 @@ def embedding_format(name):
     return "word2vec-text" if spec["format"] == "train-word2vec" else spec["format"]
 
 
+# The WMD matrices a variant needs: WMD, WMD-TF-IDF, and WMD on each PCA projection.
+WMD_SLUGS = [WMD.slug, WMD_TFIDF.slug] + [f"wmd-pca{d}" for d in config["pca_dims"]]
+
+
+def wmd_matrix(dataset, variant, slug):
+    return f"results/{dataset}/{variant}/distances/{slug}.parquet"
+
+
+def wmd_embeddings(wildcards):
+    """Word vectors of a WMD method: the dataset's, or their PCA projection."""
+    if wildcards.method.startswith("wmd-pca"):
+        dim = wildcards.method.removeprefix("wmd-pca")
+        return f"results/{wildcards.dataset}/vectors/pca{dim}.parquet"
+    return f"results/{wildcards.dataset}/vectors/embeddings.parquet"
+
+
+def shard_resources(documents, scatteritem, threads, attempt):
+    """mem_mb and runtime of one WMD shard job ("3-of-8") from the work it holds."""
+    n_shards = int(scatteritem.split("-of-")[1])
+    return wmd_shard_resources(documents, n_shards, threads, attempt)
+
+
+PCA_DIMS = config["pca_dims"]
+
+
+def figure_inputs(wildcards):
+    """Per dataset of the run: the variant's documents, splits, WMD matrix and word
+    vectors; with pca_dims, the first projection's vectors and WMD matrix too."""
+    inputs = {
+        "documents": expand(
+            "results/{dataset}/{variant}/documents.parquet",
+            dataset=DATASETS,
+            variant=wildcards.variant,
+        ),
+        "splits": expand(
+            "results/{dataset}/{variant}/splits.parquet",
+            dataset=DATASETS,
+            variant=wildcards.variant,
+        ),
+        "matrices": [wmd_matrix(d, wildcards.variant, WMD.slug) for d in DATASETS],
+        "embeddings": [f"results/{d}/vectors/embeddings.parquet" for d in DATASETS],
+    }
+    if PCA_DIMS:
+        dim = PCA_DIMS[0]
+        inputs["pca_matrices"] = [
+            wmd_matrix(d, wildcards.variant, f"wmd-pca{dim}") for d in DATASETS
+        ]
+        inputs["pca_embeddings"] = [
+            f"results/{d}/vectors/pca{dim}.parquet" for d in DATASETS
+        ]
+    return inputs
+
+
 def logged(path):
     return f"results/logs/{path}.log"
 
@@ -116,6 +170,7 @@ def final_outputs():
         "results/tables/table2.md",
     ]
     outputs += expand("results/figures/figure3_{variant}.png", variant=VARIANTS)
+    outputs += expand("results/figures/figure4_{variant}.png", variant=VARIANTS)
     outputs += expand("results/figures/figure5_{variant}.png", variant=VARIANTS)
     return outputs
 
@@ -136,7 +191,8 @@ wildcard_constraints:
     # Only embeddings the workflow trains itself are outputs; "(?!)" matches nothing.
     trained=names_regex(TRAINED_EMBEDDINGS),
     download=names_regex(DOWNLOADS),
-    method="wmd|wmd-tfidf",
+    method="wmd|wmd-tfidf|wmd-pca[0-9]+",
+    dim="[0-9]+",
 
 
 def text_source_inputs(wildcards):

@@ -6,6 +6,11 @@ rule duplicates:
         documents="results/{dataset}/ingest/documents.parquet",
         splits="results/{dataset}/ingest/splits.parquet",
     output:
+        **(
+            {"near": "results/{dataset}/duplicates/near.parquet"}
+            if config["duplicates"]["near"]["enabled"]
+            else {}
+        ),
         groups="results/{dataset}/duplicates/groups.parquet",
         summary="results/{dataset}/duplicates/summary.parquet",
         kept="results/{dataset}/duplicates/kept.parquet",
@@ -21,10 +26,15 @@ rule duplicates:
         runtime=30,
     params:
         seed=config["duplicates"]["seed"],
+        near=lambda wildcards, output: (
+            f"--near {output.near} --near-max-l1 {config['duplicates']['near']['max_l1']}"
+            if "near" in output.keys()
+            else ""
+        ),
     shell:
         "wmdeval duplicates --documents {input.documents} --splits {input.splits}"
         " --dataset {wildcards.dataset} --seed {params.seed} --groups {output.groups}"
-        " --summary {output.summary} --kept {output.kept} 2> {log}"
+        " --summary {output.summary} --kept {output.kept} {params.near} 2> {log}"
 
 
 rule duplicates_table:
@@ -45,4 +55,6 @@ rule duplicates_table:
         runtime=10,
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
-        " --title 'Duplicates (PROTOCOL §2, paper Table 1)' 2> {log}"
+        " --title 'Duplicates (PROTOCOL §2, paper Table 1)'"
+        " --note 'One row per dataset and variant; the clean variant must have no duplicates.'"
+        " 2> {log}"

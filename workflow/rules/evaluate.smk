@@ -7,8 +7,10 @@ rule evaluate:
     input:
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
-        wmd="results/{dataset}/{variant}/distances/wmd.parquet",
-        wmd_tfidf="results/{dataset}/{variant}/distances/wmd-tfidf.parquet",
+        matrices=lambda wildcards: [
+            wmd_matrix(wildcards.dataset, wildcards.variant, slug)
+            for slug in WMD_SLUGS
+        ],
     output:
         "results/{dataset}/{variant}/scores.parquet",
     log:
@@ -19,13 +21,15 @@ rule evaluate:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
+        # the WMD matrices (float32 n x n each) plus a float64 working block
+        mem_mb=lambda wildcards, input, attempt: (
+            gather_mem_mb(input.documents) + 2000
+        )
+        * attempt,
         runtime=60,
     params:
         settings=spec_json(config["evaluation"]),
-        wmd=lambda wildcards, input: spec_json(
-            {WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf}
-        ),
+        wmd=lambda wildcards, input: spec_json(dict(zip(WMD_SLUGS, input.matrices))),
     shell:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
         " --wmd {params.wmd:q} --settings {params.settings:q} --dataset {wildcards.dataset}"

@@ -1,6 +1,16 @@
 # Stage 6: results/scores.parquet, the paper's tables and figures.
 
-TABLES = ["table2", "table3", "table4", "table5", "table6", "table6_clean"]
+TABLES = [
+    "table2",
+    "table3",
+    "table4",
+    "table5",
+    "table6",
+    "table6_clean",
+    "table7",
+    "table8",
+    "table8_clean",
+]
 
 
 rule collect_scores:
@@ -50,7 +60,15 @@ rule tables:
         scores="results/scores.parquet",
         allwords=["results/scores_allwords.parquet"] if allwords_scores() else [],
     output:
-        expand("results/tables/{table}.{ext}", table=TABLES, ext=["csv", "md"]),
+        [
+            report(
+                f"results/tables/{table}.csv",
+                caption=f"../report/{table}.rst",
+                category="Tables",
+            )
+            for table in TABLES
+        ],
+        [f"results/tables/{table}.md" for table in TABLES],
     log:
         logged("tables/paper"),
     benchmark:
@@ -75,7 +93,12 @@ rule figure3:
     input:
         "results/scores.parquet",
     output:
-        png="results/figures/figure3_{variant}.png",
+        png=report(
+            "results/figures/figure3_{variant}.png",
+            caption="../report/figure3.rst",
+            category="Figures",
+            subcategory="{variant}",
+        ),
         svg="results/figures/figure3_{variant}.svg",
     log:
         logged("figures/figure3_{variant}"),
@@ -92,16 +115,52 @@ rule figure3:
         " 2> {log}"
 
 
+rule figure4:
+    input:
+        unpack(figure_inputs),
+    output:
+        png=report(
+            "results/figures/figure4_{variant}.png",
+            caption="../report/figure4.rst",
+            category="Figures",
+            subcategory="{variant}",
+        ),
+        svg="results/figures/figure4_{variant}.svg",
+    log:
+        logged("figures/figure4_{variant}"),
+    benchmark:
+        benchmarked("figures/figure4_{variant}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input, attempt: 4000 * attempt,
+        runtime=60,
+    params:
+        datasets=DATASETS,
+        pca=lambda wildcards, input: (
+            f"--pca-embeddings {input.pca_embeddings} --pca-matrices {input.pca_matrices}"
+            if PCA_DIMS
+            else ""
+        ),
+        seed=config["report"]["seed"],
+    shell:
+        "wmdeval figure4 --datasets {params.datasets} --documents {input.documents}"
+        " --splits {input.splits} --matrices {input.matrices}"
+        " --embeddings {input.embeddings} {params.pca} --seed {params.seed}"
+        " --out {output.png} 2> {log}"
+
+
 rule figure5:
     input:
-        matrices=expand(
-            "results/{dataset}/{{variant}}/distances/wmd.parquet", dataset=DATASETS
-        ),
-        documents=expand(
-            "results/{dataset}/{{variant}}/documents.parquet", dataset=DATASETS
-        ),
+        unpack(figure_inputs),
     output:
-        png="results/figures/figure5_{variant}.png",
+        png=report(
+            "results/figures/figure5_{variant}.png",
+            caption="../report/figure5.rst",
+            category="Figures",
+            subcategory="{variant}",
+        ),
         svg="results/figures/figure5_{variant}.svg",
     log:
         logged("figures/figure5_{variant}"),
@@ -111,13 +170,18 @@ rule figure5:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wildcards, input, attempt: 4000 * attempt,
         runtime=30,
     params:
         datasets=DATASETS,
+        pca=lambda wildcards, input: (
+            f"--pca-matrices {input.pca_matrices} --pca-dim {PCA_DIMS[0]}"
+            if PCA_DIMS
+            else ""
+        ),
         points=config["report"]["scatter_points"],
         seed=config["report"]["seed"],
     shell:
         "wmdeval figure5 --datasets {params.datasets} --matrices {input.matrices}"
-        " --documents {input.documents} --max-points {params.points} --seed {params.seed}"
-        " --out {output.png} 2> {log}"
+        " --documents {input.documents} --embeddings {input.embeddings} {params.pca}"
+        " --max-points {params.points} --seed {params.seed} --out {output.png} 2> {log}"

@@ -135,7 +135,8 @@ def _(p):
 def _duplicates(a):
     from .duplicates import run_duplicates
 
-    run_duplicates(a.documents, a.splits, a.dataset, a.seed, a.groups, a.summary, a.kept)
+    run_duplicates(a.documents, a.splits, a.dataset, a.seed, a.groups, a.summary, a.kept,
+                   near_path=a.near, near_max_l1=a.near_max_l1)
 
 
 @command("duplicates", "find duplicate groups and the clean variant's survivors")(_duplicates)
@@ -143,6 +144,8 @@ def _(p):
     for name in ("--documents", "--splits", "--dataset", "--groups", "--summary", "--kept"):
         p.add_argument(name, required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--near", default=None, help="also write near-duplicate pairs here")
+    p.add_argument("--near-max-l1", type=float, default=0.1)
 
 
 def _filter(a):
@@ -177,7 +180,8 @@ def _wmd_shard(a):
     from .wmd import run_shard
 
     shard, n_shards = a.shard
-    run_shard(a.documents, a.embeddings, a.weighting, shard, n_shards, a.threads, a.out)
+    run_shard(a.documents, a.embeddings, a.weighting, shard, n_shards, a.threads, a.out,
+              splits_path=a.splits)
 
 
 @command("wmd-shard", "solve one shard of a WMD matrix")(_wmd_shard)
@@ -186,13 +190,15 @@ def _(p):
         p.add_argument(name, required=True)
     p.add_argument("--weighting", choices=("bow", "tfidf"), required=True)
     p.add_argument("--shard", type=_shard, required=True, help="N-of-M (1-based)")
+    p.add_argument("--splits", default=None,
+                   help="splits of a one-fold dataset: its test x test pairs are skipped")
     p.add_argument("--threads", type=int, default=1)
 
 
 def _wmd_gather(a):
     from .wmd import run_gather
 
-    run_gather(a.documents, a.shards, a.out, a.method)
+    run_gather(a.documents, a.shards, a.out, a.method, splits_path=a.splits)
 
 
 @command("wmd-gather", "assemble WMD shards into a distance matrix")(_wmd_gather)
@@ -200,6 +206,8 @@ def _(p):
     for name in ("--documents", "--out", "--method"):
         p.add_argument(name, required=True)
     p.add_argument("--shards", nargs="+", required=True)
+    p.add_argument("--splits", default=None,
+                   help="splits of a one-fold dataset: its test x test pairs are skipped")
 
 
 def _wmd_subset(a):
@@ -212,6 +220,19 @@ def _wmd_subset(a):
 def _(p):
     for name in ("--matrix", "--documents", "--out"):
         p.add_argument(name, required=True)
+
+
+def _project(a):
+    from .pca import run_project
+
+    run_project(a.embeddings, a.documents, a.dim, a.out)
+
+
+@command("project-pca", "project the embeddings to fewer dimensions by PCA")(_project)
+def _(p):
+    for name in ("--embeddings", "--documents", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--dim", type=int, required=True)
 
 
 def _evaluate(a):
@@ -257,7 +278,7 @@ def _(p):
 def _summaries(a):
     from .report import run_summaries
 
-    run_summaries(a.inputs, a.csv, a.md, a.title)
+    run_summaries(a.inputs, a.csv, a.md, a.title, a.note)
 
 
 @command("summary-table", "combine one-row Parquet reports into CSV + Markdown")(_summaries)
@@ -266,6 +287,7 @@ def _(p):
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
     p.add_argument("--title", required=True)
+    p.add_argument("--note", default="One row per dataset.")
 
 
 def _figure3(a):
@@ -281,11 +303,38 @@ def _(p):
     p.add_argument("--out", required=True)
 
 
-def _figure5(a):
-    from .figures import run_figure5
+def _figure4(a):
+    from .figures import Figure4Item, run_figure4
 
-    items = list(zip(a.datasets, a.matrices, a.documents, strict=True))
-    run_figure5(items, a.out, max_points=a.max_points, seed=a.seed)
+    n = len(a.datasets)
+    pca_embeddings = a.pca_embeddings or [None] * n
+    pca_matrices = a.pca_matrices or [None] * n
+    items = [Figure4Item(*fields) for fields in zip(
+        a.datasets, a.documents, a.splits, a.matrices, a.embeddings, pca_embeddings,
+        pca_matrices, strict=True)]
+    run_figure4(items, a.out, max_documents=a.max_documents, seed=a.seed)
+
+
+@command("figure4", "histograms of matched-word distances over nearest neighbours")(_figure4)
+def _(p):
+    for name in ("--datasets", "--documents", "--splits", "--matrices", "--embeddings"):
+        p.add_argument(name, nargs="+", required=True, help="one per dataset")
+    p.add_argument("--pca-embeddings", nargs="+", default=None)
+    p.add_argument("--pca-matrices", nargs="+", default=None)
+    p.add_argument("--max-documents", type=int, default=2000,
+                   help="nearest-neighbour pairs per dataset (seeded sample)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+
+
+def _figure5(a):
+    from .figures import embedding_dimension, run_figure5
+
+    pca = a.pca_matrices or [None] * len(a.datasets)
+    items = list(zip(a.datasets, a.matrices, a.documents, pca, strict=True))
+    full_dim = embedding_dimension(a.embeddings[0]) if a.embeddings else None
+    run_figure5(items, a.out, max_points=a.max_points, seed=a.seed, full_dim=full_dim,
+                pca_dim=a.pca_dim)
 
 
 @command("figure5", "scatter of WMD against BOW (L1/L1)")(_figure5)
@@ -293,6 +342,9 @@ def _(p):
     p.add_argument("--datasets", nargs="+", required=True)
     p.add_argument("--matrices", nargs="+", required=True)
     p.add_argument("--documents", nargs="+", required=True)
+    p.add_argument("--embeddings", nargs="+", default=None, help="to name the dimension")
+    p.add_argument("--pca-matrices", nargs="+", default=None)
+    p.add_argument("--pca-dim", type=int, default=None)
     p.add_argument("--max-points", type=int, default=20000, help="pairs drawn per panel")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)

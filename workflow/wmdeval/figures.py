@@ -1,5 +1,5 @@
-"""The paper's Figure 3 (kNN errors with and without normalisation) and Figure 5 (WMD
-against BOW (L1/L1) over document pairs).
+"""The paper's Figure 3 (kNN errors with and without normalisation), Figure 4 (distances
+of the words WMD matches) and Figure 5 (WMD against BOW (L1/L1) over document pairs).
 
 Figures are drawn on an explicit Agg canvas (no pyplot global state) and saved as PNG
 and SVG with every time- or version-dependent field removed, so the same inputs give
@@ -17,13 +17,22 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import baselines, methods, report, schemas
-from .io import WmdevalError, atomic_path, read_distances, read_documents, read_table
+from . import baselines, methods, report, schemas, wmd
+from .io import (
+    WmdevalError,
+    atomic_path,
+    fold_indices,
+    read_distances,
+    read_documents,
+    read_splits,
+    read_table,
+)
 
 # Fixed SVG ids (otherwise random per run) and text drawn as paths (no font dependency).
 _RC = {"svg.hashsalt": "wmdeval", "svg.fonttype": "path", "font.size": 9}
@@ -48,6 +57,11 @@ def save_figure(fig: Figure, out_png: str | os.PathLike) -> tuple[Path, Path]:
 def _grid(n_panels: int, max_columns: int = 4) -> tuple[int, int]:
     columns = max(1, min(max_columns, n_panels))
     return max(1, math.ceil(n_panels / columns)), columns
+
+
+def _figure_width(n_columns: int) -> float:
+    """Inches for ``n_columns`` square-ish panels, never too narrow for the title."""
+    return max(2.8 * n_columns + 0.4, 5.6)
 
 
 # --------------------------------------------------------------------------- Figure 3
@@ -132,6 +146,245 @@ def run_figure3(scores_path: str | os.PathLike, out_png: str | os.PathLike,
     return figure3(scores, variant, out_png, datasets, unnormalised)
 
 
+# --------------------------------------------------------------------------- Figure 4
+
+
+def query_candidates(folds: Sequence[tuple[np.ndarray, np.ndarray]],
+                     n_documents: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query positions, candidate positions) for the nearest-neighbour pairs.
+
+    A one-fold dataset has a fixed split: each test document looks among the training
+    documents, as its kNN classification does. A five-fold dataset has no single
+    split, so every document looks among all the others.
+    """
+    if len(folds) == 1:
+        train, test = folds[0]
+        return np.asarray(test, dtype=np.int64), np.asarray(train, dtype=np.int64)
+    everyone = np.arange(n_documents, dtype=np.int64)
+    return everyone, everyone
+
+
+def nearest_neighbour_pairs(distances: np.ndarray, queries: np.ndarray,
+                            candidates: np.ndarray, block_rows: int = 1024) -> np.ndarray:
+    """(query, nearest candidate) position pairs, int64 [m, 2], in query order.
+
+    A document is never its own neighbour; NaN distances (empty documents) are never
+    chosen, and a query without any finite distance has no pair. Ties go to the lower
+    candidate position (``candidates`` are taken in ascending order).
+    """
+    queries = np.asarray(queries, dtype=np.int64)
+    candidates = np.sort(np.asarray(candidates, dtype=np.int64))
+    pairs = []
+    for start in range(0, len(queries), block_rows):
+        rows = queries[start:start + block_rows]
+        block = np.asarray(distances[np.ix_(rows, candidates)], dtype=np.float64)
+        block[~np.isfinite(block) | (rows[:, None] == candidates[None, :])] = np.inf
+        nearest = block.argmin(axis=1)  # the first minimum: the lowest candidate on ties
+        found = np.isfinite(block[np.arange(len(rows)), nearest])
+        pairs.append(np.column_stack([rows[found], candidates[nearest[found]]]))
+    return np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
+
+
+def sample_pairs(pairs: np.ndarray, max_documents: int | None, seed: int) -> np.ndarray:
+    """At most ``max_documents`` of the pairs (a seeded uniform sample, in their order).
+
+    One optimal-transport plan per pair is cheap, but 20news has 7,528 test documents of
+    up to a few hundred words each: a sample keeps the figure quick.
+    """
+    if not max_documents or len(pairs) <= max_documents:
+        return pairs
+    chosen = np.random.default_rng(seed).choice(len(pairs), max_documents, replace=False)
+    return pairs[np.sort(chosen)]
+
+
+@dataclass(frozen=True)
+class MatchedWords:
+    """Ground distances of the word pairs the optimal plans move mass between."""
+
+    costs: np.ndarray  # float64: C_ij of every (i, j) with positive transported mass
+    mass: np.ndarray  # float64: the mass moved along it (each document pair moves 1)
+    n_pairs: int  # document pairs transported
+
+    @property
+    def share_at_zero(self) -> float:
+        """Fraction of the mass moved at distance exactly 0 (a word to itself)."""
+        total = self.mass.sum()
+        return float(self.mass[self.costs == 0].sum() / total) if total > 0 else math.nan
+
+
+def matched_words(inputs: wmd.WmdInputs, pairs: np.ndarray) -> MatchedWords:
+    """Solve the exact transport of every (i, j) document pair (positions in ``inputs``)."""
+    costs, mass = [], []
+    n_pairs = 0
+    empty = inputs.empty
+    for i, j in pairs:
+        if empty[i] or empty[j]:
+            continue
+        plan, cost, _, _ = wmd.transport(inputs, int(i), int(j))
+        moved = plan > 0
+        costs.append(cost[moved])
+        mass.append(plan[moved])
+        n_pairs += 1
+    if not costs:
+        return MatchedWords(np.empty(0), np.empty(0), 0)
+    return MatchedWords(np.concatenate(costs), np.concatenate(mass), n_pairs)
+
+
+def match_histogram(matched: MatchedWords, bins: int = 20,
+                    upper: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(bin edges [bins + 1], fraction of the moved mass per bin [bins]) over
+    [0, ``upper``] (default: the largest matched distance); fractions sum to 1."""
+    if upper is None:
+        upper = float(matched.costs.max()) if matched.costs.size else 0.0
+    upper = upper if upper > 0 else 1.0  # only exact matches: any range holds them
+    weights, edges = np.histogram(matched.costs, bins=bins, range=(0.0, upper),
+                                  weights=matched.mass)
+    total = weights.sum()
+    return edges, (weights / total if total > 0 else weights)
+
+
+@dataclass(frozen=True)
+class Figure4Panel:
+    """One histogram: a dataset's nearest-neighbour pairs under one embedding."""
+
+    dataset: str
+    row: str  # heading of the block of panels, e.g. "300-d embeddings", "5-d PCA embeddings"
+    inputs: wmd.WmdInputs  # the documents prepared for WMD with that embedding
+    pairs: np.ndarray  # int64 [m, 2]: (document, its nearest neighbour), positions in inputs
+    n_queries: int  # documents with a nearest neighbour, before any sampling
+    pair_source: str = ""  # which WMD picked the neighbours, shown under the figure
+
+
+def figure4(panels: Sequence[Figure4Panel], out_png: str | os.PathLike, bins: int = 20,
+            title: str | None = None) -> tuple[Path, Path]:
+    """Histograms of the distances of matched words, weighted by the transported mass,
+    one panel per dataset and one block of panels per embedding (``Figure4Panel.row``,
+    in order of first appearance), as the paper's Figure 4 (top 300-d, bottom 5-d).
+
+    All panels of a block share the x range, 0 to the block's largest matched distance.
+    """
+    rows = list(dict.fromkeys(panel.row for panel in panels))
+    datasets = list(dict.fromkeys(panel.dataset for panel in panels))
+    by_key = {(panel.row, panel.dataset): panel for panel in panels}
+    matched = {key: matched_words(panel.inputs, panel.pairs) for key, panel in by_key.items()}
+    n_rows, n_columns = _grid(len(datasets))
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(_figure_width(n_columns),
+                              (2.5 * n_rows + 0.35) * max(1, len(rows)) + 0.7),
+                     layout="constrained")
+        fig.suptitle(title or "Distances of matched words in nearest-neighbour document pairs")
+        if not panels:
+            fig.text(0.5, 0.5, "no datasets", ha="center")
+            return save_figure(fig, out_png)
+        # Even a single block gets its heading: it names the embedding dimension.
+        axes_blocks = _panel_blocks(fig, rows, len(datasets), ylabel="fraction of moved mass")
+        for row, axes in zip(rows, axes_blocks, strict=True):
+            upper = max((float(matched[key].costs.max()) for key in matched
+                         if key[0] == row and matched[key].costs.size), default=0.0)
+            for ax, dataset in zip(axes, datasets, strict=True):
+                panel = by_key.get((row, dataset))
+                if panel is None:
+                    _no_data(ax, f"{dataset}: no {row}")
+                    continue
+                _histogram_panel(ax, panel, matched[row, dataset], bins, upper)
+        sources = list(dict.fromkeys(p.pair_source for p in panels if p.pair_source))
+        if sources:
+            # supxlabel, not fig.text: the constrained layout makes room for it.
+            fig.supxlabel("; ".join(sources), fontsize=7)
+        return save_figure(fig, out_png)
+
+
+def _histogram_panel(ax, panel: Figure4Panel, matched: MatchedWords, bins: int,
+                     upper: float) -> None:
+    edges, fractions = match_histogram(matched, bins, upper)
+    ax.bar(edges[:-1], fractions, width=np.diff(edges), align="edge", color=_WMD_COLOUR,
+           edgecolor="white", linewidth=0.4)
+    used = (f"{matched.n_pairs:,} documents" if matched.n_pairs == panel.n_queries
+            else f"{matched.n_pairs:,} of {panel.n_queries:,} documents")
+    at_zero = ("" if math.isnan(matched.share_at_zero)
+               else f"\nsame word (distance 0): {matched.share_at_zero:.0%}")
+    # Top right, above headroom: the peak at 0 is on the left, the tail is low.
+    _panel_note(ax, used + at_zero, right=True)
+    ax.set_title(panel.dataset)
+    ax.set_xlabel("distance of matched words")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_ylim(0, 1.4 * max(float(fractions.max()) if fractions.size else 0.0, 0.01))
+    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.set_axisbelow(True)
+
+
+@dataclass(frozen=True)
+class Figure4Item:
+    """The files of one dataset (one variant) for Figure 4."""
+
+    dataset: str
+    documents: str | os.PathLike  # DOCUMENTS of the variant
+    splits: str | os.PathLike  # SPLITS: one fold = fixed train/test, else five-fold
+    wmd: str | os.PathLike  # WMD DISTANCES with the full embeddings: picks the pairs
+    embeddings: str | os.PathLike  # the full embeddings table
+    pca_embeddings: str | os.PathLike | None = None  # the PCA table: a second block
+    # WMD with the PCA embeddings: the PCA block's pairs are its nearest neighbours.
+    # None: the PCA block transports the full block's pairs.
+    pca_wmd: str | os.PathLike | None = None
+
+
+def run_figure4(items: Sequence[Figure4Item], out_png: str | os.PathLike, bins: int = 20,
+                max_documents: int | None = 2000, seed: int = 0,
+                title: str | None = None) -> tuple[Path, Path]:
+    """Figure 4 from per-dataset files (see :class:`Figure4Item`).
+
+    ``max_documents``: per dataset and embedding, at most this many nearest-neighbour
+    pairs (a seeded sample; None or 0: all); each panel says how many it used.
+    """
+    full, reduced = [], []
+    for item in items:
+        doc_ids, distances = read_distances(item.wmd)
+        documents = documents_in_order(read_documents(item.documents), doc_ids)
+        folds = fold_indices(read_splits(item.splits), doc_ids)
+        queries, candidates = query_candidates(folds, len(doc_ids))
+        pairs = nearest_neighbour_pairs(distances, queries, candidates)
+        del distances  # 20news: 1.4 GB
+        embeddings = read_table(item.embeddings)
+        full.append((item.dataset, embeddings, documents, pairs))
+        if item.pca_embeddings is None:
+            continue
+        pca_pairs, source = pairs, "same pairs as the full-dimensional block"
+        if item.pca_wmd is not None:
+            pca_ids, pca_distances = read_distances(item.pca_wmd)
+            if not np.array_equal(pca_ids, doc_ids):
+                raise WmdevalError(f"{item.pca_wmd}: documents differ from {item.wmd}")
+            pca_pairs = nearest_neighbour_pairs(pca_distances, queries, candidates)
+            del pca_distances
+            source = "nearest neighbours by the PCA WMD"
+        reduced.append((item.dataset, read_table(item.pca_embeddings), documents, pca_pairs,
+                        source))
+
+    full_title = dimension_title([_table_dim(e) for _, e, _, _ in full], "embeddings",
+                                 "embeddings")
+    pca_title = dimension_title([_table_dim(e) for _, e, _, _, _ in reduced],
+                                "PCA embeddings", "PCA embeddings")
+    panels = [_figure4_panel(dataset, full_title, embeddings, documents, pairs,
+                             max_documents, seed, "top: nearest neighbours by WMD"
+                             if reduced else "")
+              for dataset, embeddings, documents, pairs in full]
+    panels += [_figure4_panel(dataset, pca_title, embeddings, documents, pairs,
+                              max_documents, seed, f"bottom: {source}")
+               for dataset, embeddings, documents, pairs, source in reduced]
+    return figure4(panels, out_png, bins, title)
+
+
+def _table_dim(embeddings: pa.Table) -> int:
+    return embeddings.schema.field("vector").type.list_size
+
+
+def _figure4_panel(dataset: str, row: str, embeddings: pa.Table, documents: pa.Table,
+                   pairs: np.ndarray, max_documents: int | None, seed: int,
+                   pair_source: str) -> Figure4Panel:
+    inputs = wmd.prepare(documents, embeddings, "bow")
+    return Figure4Panel(dataset, row, inputs, sample_pairs(pairs, max_documents, seed),
+                        len(pairs), pair_source)
+
+
 # --------------------------------------------------------------------------- Figure 5
 
 
@@ -200,41 +453,109 @@ def pair_statistics(wmd: np.ndarray, bow: np.ndarray, max_points: int = 20000,
     return PairStatistics(n_pairs, rho, np.concatenate(sample_b), np.concatenate(sample_w))
 
 
-def figure5(panels: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
-            out_png: str | os.PathLike, max_points: int = 20000, seed: int = 0,
-            title: str | None = None) -> tuple[Path, Path]:
+#: One Figure 5 panel: (dataset, doc_ids, WMD matrix, BOW (L1/L1) matrix).
+ScatterPanel = tuple[str, np.ndarray, np.ndarray, np.ndarray]
+
+
+def figure5(panels: Sequence[ScatterPanel], out_png: str | os.PathLike,
+            max_points: int = 20000, seed: int = 0, title: str | None = None,
+            pca_panels: Sequence[ScatterPanel | None] | None = None,
+            row_titles: Sequence[str] = ("full-dimensional embeddings", "PCA embeddings"),
+            ) -> tuple[Path, Path]:
     """Scatter of WMD (y) against BOW (L1/L1) (x), one panel per
     ``(dataset, doc_ids, wmd_matrix, bow_l1_matrix)``, with Pearson's ρ over all pairs.
+
+    With ``pca_panels`` (aligned with ``panels``; None where a dataset has no PCA
+    matrix) a second block of panels shows WMD on the PCA embeddings, below the first,
+    as in the paper (top 300-d, bottom 5-d); ``row_titles`` head the two blocks.
     """
+    blocks = [list(panels)] + ([list(pca_panels)] if pca_panels is not None else [])
+    titles = list(row_titles[:len(blocks)]) if len(blocks) > 1 else [None]
     n_rows, n_columns = _grid(len(panels))
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(2.8 * n_columns + 0.4, 2.8 * n_rows + 0.6), layout="constrained")
+        fig = Figure(figsize=(_figure_width(n_columns),
+                              (2.8 * n_rows + 0.35) * len(blocks) + 0.4),
+                     layout="constrained")
         fig.suptitle(title or "WMD against BOW (L1/L1) over document pairs")
         if not panels:
             fig.text(0.5, 0.5, "no distance matrices", ha="center")
-        axes = fig.subplots(n_rows, n_columns, squeeze=False).ravel() if panels else []
-        for ax, (dataset, doc_ids, wmd, bow) in zip(axes, panels, strict=False):
-            stats = pair_statistics(np.asarray(wmd), np.asarray(bow), max_points, seed)
-            # Rasterised points keep the SVG small; axes and text stay vector.
-            ax.scatter(stats.bow_sample, stats.wmd_sample, s=1.5, alpha=0.25,
-                       color=_WMD_COLOUR, linewidths=0, rasterized=True)
-            rho = "undefined" if math.isnan(stats.rho) else f"{stats.rho:.3f}"
-            shown = (f"{stats.bow_sample.size:,} of {stats.n_pairs:,} pairs shown"
-                     if stats.n_pairs > stats.bow_sample.size else f"{stats.n_pairs:,} pairs")
-            ax.text(0.04, 0.96, f"ρ = {rho}\n{shown}", transform=ax.transAxes, va="top",
-                    fontsize=8, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
-            ax.set_title(f"{dataset} ({len(doc_ids):,} documents)")
-            ax.set_xlabel("BOW (L1/L1) distance")
-            ax.set_xlim(left=0)
-            ax.set_ylim(bottom=0)
-            ax.grid(linewidth=0.4, alpha=0.5)
-            ax.set_axisbelow(True)
+        else:
+            axes_blocks = _panel_blocks(fig, titles, len(panels), ylabel="WMD")
+            for axes, block in zip(axes_blocks, blocks, strict=True):
+                for ax, panel in zip(axes, block, strict=True):
+                    if panel is None:
+                        _no_data(ax, "no PCA distance matrix")
+                    else:
+                        _scatter_panel(ax, panel, max_points, seed)
+        return save_figure(fig, out_png)
+
+
+def _scatter_panel(ax, panel: ScatterPanel, max_points: int, seed: int) -> None:
+    dataset, doc_ids, wmd_matrix, bow_matrix = panel
+    stats = pair_statistics(np.asarray(wmd_matrix), np.asarray(bow_matrix), max_points, seed)
+    # Rasterised points keep the SVG small; axes and text stay vector.
+    ax.scatter(stats.bow_sample, stats.wmd_sample, s=1.5, alpha=0.25,
+               color=_WMD_COLOUR, linewidths=0, rasterized=True)
+    rho = "undefined" if math.isnan(stats.rho) else f"{stats.rho:.3f}"
+    shown = (f"{stats.bow_sample.size:,} of {stats.n_pairs:,} pairs shown"
+             if stats.n_pairs > stats.bow_sample.size else f"{stats.n_pairs:,} pairs")
+    _panel_note(ax, f"ρ = {rho}\n{shown}")
+    ax.set_title(f"{dataset} ({len(doc_ids):,} documents)")
+    ax.set_xlabel("BOW (L1/L1) distance")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(linewidth=0.4, alpha=0.5)
+    ax.set_axisbelow(True)
+
+
+def _panel_note(ax, text: str, right: bool = False) -> None:
+    ax.text(0.96 if right else 0.04, 0.96, text, transform=ax.transAxes, va="top",
+            ha="right" if right else "left", fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+
+
+def _no_data(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=8)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _panel_blocks(fig: Figure, titles: Sequence[str | None], n_panels: int,
+                  ylabel: str) -> list[np.ndarray]:
+    """Axes of ``n_panels`` panels per block, one block per title, blocks stacked.
+
+    Two blocks are the paper's top (full-dimensional) and bottom (5-d) rows; each is a
+    subfigure with its own heading, so the grid of datasets may wrap inside a block.
+    Axes beyond ``n_panels`` are hidden; the first column carries ``ylabel``.
+    """
+    n_rows, n_columns = _grid(n_panels)
+    if len(titles) == 1 and titles[0] is None:
+        holders = [fig]
+    else:
+        holders = list(fig.subfigures(len(titles), 1, squeeze=False).ravel())
+        for holder, title in zip(holders, titles, strict=True):
+            holder.suptitle(title, fontweight="bold")
+    blocks = []
+    for holder in holders:
+        axes = holder.subplots(n_rows, n_columns, squeeze=False).ravel()
         for index, ax in enumerate(axes):
-            if index >= len(panels):
+            if index >= n_panels:
                 ax.set_visible(False)
             elif index % n_columns == 0:
-                ax.set_ylabel("WMD")
-        return save_figure(fig, out_png)
+                ax.set_ylabel(ylabel)
+        blocks.append(axes[:n_panels])
+    return blocks
+
+
+def documents_in_order(documents: pa.Table, doc_ids: np.ndarray) -> pa.Table:
+    """The rows of ``documents`` for ``doc_ids``, in that order (a distance matrix's)."""
+    position = {int(d): p for p, d in enumerate(documents.column("doc_id").to_pylist())}
+    try:
+        rows = [position[int(d)] for d in doc_ids]
+    except KeyError as exc:
+        raise WmdevalError(f"distance matrix names document {exc} that is not in the "
+                           "documents") from None
+    return documents.take(pa.array(rows, type=pa.int64()))
 
 
 def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
@@ -243,17 +564,11 @@ def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
 
     Documents without words get NaN rows and columns, as in a WMD matrix.
     """
-    position = {int(d): p for p, d in enumerate(documents.column("doc_id").to_pylist())}
-    try:
-        rows = [position[int(d)] for d in doc_ids]
-    except KeyError as exc:
-        raise WmdevalError(f"WMD matrix names document {exc} that is not in the documents") \
-            from None
-    counts, _ = baselines.count_matrix(documents.take(pa.array(rows, type=pa.int64())))
+    counts, _ = baselines.count_matrix(documents_in_order(documents, doc_ids))
     method = methods.BY_SLUG["bow-l1-l1"]
-    everyone = np.arange(len(rows))
-    out = np.empty((len(rows), len(rows)), dtype=np.float32)
-    for start in range(0, len(rows), block_rows):
+    everyone = np.arange(len(doc_ids))
+    out = np.empty((len(doc_ids), len(doc_ids)), dtype=np.float32)
+    for start in range(0, len(doc_ids), block_rows):
         block = everyone[start:start + block_rows]
         # BOW has no IDF, so the "training rows" argument does not matter.
         out[block] = baselines.baseline_distances(counts, method, everyone, block, everyone)
@@ -263,13 +578,49 @@ def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
     return out
 
 
-def run_figure5(items: Sequence[tuple[str, str | os.PathLike, str | os.PathLike]],
-                out_png: str | os.PathLike, max_points: int = 20000, seed: int = 0,
-                title: str | None = None) -> tuple[Path, Path]:
-    """Figure 5 from ``(dataset, WMD DISTANCES path, DOCUMENTS path)`` items."""
-    panels = []
-    for dataset, wmd_path, documents_path in items:
+def embedding_dimension(embeddings_path: str | os.PathLike) -> int:
+    """Dimension of an embeddings table, read from its schema alone."""
+    return pq.read_schema(embeddings_path).field("vector").type.list_size
+
+
+def dimension_title(dims: Sequence[int | None], kind: str, unknown: str) -> str:
+    """Heading of a block of panels: "300-d embeddings", "5-d PCA embeddings"; datasets
+    of different dimensions are listed ("50/300-d embeddings"); ``unknown`` if none."""
+    known = sorted({d for d in dims if d})
+    return f"{'/'.join(map(str, known))}-d {kind}" if known else unknown
+
+
+def run_figure5(items: Sequence[tuple], out_png: str | os.PathLike, max_points: int = 20000,
+                seed: int = 0, title: str | None = None, full_dim: int | None = None,
+                pca_dim: int | None = None) -> tuple[Path, Path]:
+    """Figure 5 from ``(dataset, WMD DISTANCES path, DOCUMENTS path)`` items, or
+    ``(dataset, WMD path, DOCUMENTS path, PCA WMD path or None)`` for the second block.
+
+    ``full_dim`` / ``pca_dim`` name the blocks ("300-d embeddings", "5-d PCA embeddings");
+    :func:`embedding_dimension` reads the first from an embeddings table.
+    """
+    panels: list[ScatterPanel] = []
+    pca_panels: list[ScatterPanel | None] = []
+    for item in items:
+        dataset, wmd_path, documents_path = item[:3]
+        pca_path = item[3] if len(item) > 3 else None
         doc_ids, wmd = read_distances(wmd_path)
-        bow = bow_l1_matrix(read_documents(documents_path), doc_ids)
+        documents = read_documents(documents_path)
+        bow = bow_l1_matrix(documents, doc_ids)
         panels.append((dataset, doc_ids, wmd, bow))
-    return figure5(panels, out_png, max_points, seed, title)
+        pca_panels.append(None if pca_path is None else
+                          _pca_scatter_panel(dataset, pca_path, documents, doc_ids, bow))
+    has_pca = any(panel is not None for panel in pca_panels)
+    row_titles = (dimension_title([full_dim], "embeddings", "full-dimensional embeddings"),
+                  dimension_title([pca_dim], "PCA embeddings", "PCA embeddings"))
+    return figure5(panels, out_png, max_points, seed, title,
+                   pca_panels if has_pca else None, row_titles)
+
+
+def _pca_scatter_panel(dataset: str, pca_path: str | os.PathLike, documents: pa.Table,
+                       doc_ids: np.ndarray, bow: np.ndarray) -> ScatterPanel:
+    pca_ids, pca_wmd = read_distances(pca_path)
+    # The same documents in the same order reuse the BOW matrix (20news: 1.4 GB).
+    if not np.array_equal(pca_ids, doc_ids):
+        bow = bow_l1_matrix(documents, pca_ids)
+    return (dataset, pca_ids, pca_wmd, bow)

@@ -59,3 +59,22 @@ BY_SLUG = {m.slug: m for m in METHODS}
 BY_NAME = {m.name: m for m in METHODS}
 #: the reference row of the rel. column
 REFERENCE = "BOW (L1/L1)"
+
+
+def pca_method_name(base: str, dim: int) -> str:
+    """Name of ``base`` (e.g. "WMD") computed on ``dim``-dimensional PCA embeddings."""
+    return f"{base} ({dim}-d PCA)"
+
+
+def pca_wmd(dim: int) -> Method:
+    """WMD on embeddings projected to ``dim`` dimensions by PCA (paper Table 8)."""
+    return Method(f"wmd-pca{dim}", pca_method_name("WMD", dim), "bow", None, None)
+
+
+def method_by_slug(slug: str) -> Method:
+    """One of the 14 methods, or a PCA WMD ("wmd-pca5")."""
+    if slug in BY_SLUG:
+        return BY_SLUG[slug]
+    if slug.startswith("wmd-pca") and slug[len("wmd-pca"):].isdigit():
+        return pca_wmd(int(slug[len("wmd-pca"):]))
+    raise KeyError(f"unknown method {slug!r}")

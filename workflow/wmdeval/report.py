@@ -1,4 +1,4 @@
-"""Result tables: collect the per-dataset scores and render the paper's Tables 2, 3 and 6.
+"""Result tables: collect the per-dataset scores and render the paper's Tables 2 to 8.
 
 Every cell is the test error in percent over the folds of one dataset: "mean ± std"
 (numpy's std, ddof = 0) for five-fold datasets, a single number for one-fold datasets
@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io as stdio
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,31 @@ def _rank(order: Sequence[str], value: str) -> tuple[int, str]:
     return (order.index(value), "") if value in order else (len(order), value)
 
 
+#: "WMD (5-d PCA)": a WMD method on word vectors projected to 5 dimensions (Table 8).
+_PCA_METHOD = re.compile(r"^(?P<base>.+) \((?P<dim>[0-9]+)-d PCA\)$")
+
+
+def parse_pca_method(name: str) -> tuple[str, int] | None:
+    """(base method, dimension) of a "(<d>-d PCA)" method name, None for any other name."""
+    match = _PCA_METHOD.match(name)
+    return (match["base"], int(match["dim"])) if match else None
+
+
+def method_sort_key(name: str) -> tuple:
+    """Table 2 order for the 14 known methods; then the PCA methods by dimension (and
+    by their base method's Table 2 order); then any other name alphabetically.
+
+    A plain alphabetical order would put "WMD (10-d PCA)" before "WMD (5-d PCA)".
+    """
+    if name in METHOD_NAMES:
+        return (0, METHOD_NAMES.index(name), (0, ""), name)
+    pca = parse_pca_method(name)
+    if pca is not None:
+        base, dim = pca
+        return (1, dim, _rank(METHOD_NAMES, base), name)
+    return (2, 0, (0, ""), name)
+
+
 def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
     """Concatenate SCORES files, sorted by dataset (order of first appearance in
     ``paths``), variant, method (Table 2 row order), classifier and fold.
@@ -70,7 +96,7 @@ def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
     def sort_key(row: int) -> tuple:
         dataset, variant, method, classifier, fold = keys[row]
         return (dataset_order.index(dataset), _rank(VARIANT_ORDER, variant),
-                _rank(METHOD_NAMES, method), _rank(CLASSIFIER_ORDER, classifier), fold)
+                method_sort_key(method), _rank(CLASSIFIER_ORDER, classifier), fold)
 
     order = sorted(range(table.num_rows), key=sort_key)
     return table.take(pa.array(order, type=pa.int64()))
@@ -146,11 +172,12 @@ def paper_table(scores: pa.Table, variant: str, classifier: str,
                 reference_method: str = methods_module.REFERENCE) -> list[list[str]]:
     """Rows of one results table: ``[method, cell per dataset..., rel.]`` (all strings).
 
-    Rows are the requested ``methods`` (default: all 14) that have scores, in Table 2
-    order. rel. is relative to ``reference_method`` under ``reference_classifier`` and
-    ``reference_variant`` (default: the table's own variant); for the paper's Table 6
-    that is BOW (L1/L1) with the standard kNN, not with wkNN. Cells without scores are
-    empty strings; the lowest mean of each column carries :data:`BEST_MARKER`.
+    Rows are the requested ``methods`` (default: all 14) that have scores, in the order
+    of :func:`method_sort_key`. rel. is relative to ``reference_method`` under
+    ``reference_classifier`` and ``reference_variant`` (default: the table's own
+    variant); for the paper's Table 6 that is BOW (L1/L1) with the standard kNN, not
+    with wkNN. Cells without scores are empty strings; the lowest mean of each column
+    carries :data:`BEST_MARKER`.
     """
     wanted = METHOD_NAMES if methods is None else tuple(methods)
     cells = fold_errors(scores, variant, classifier)
@@ -158,8 +185,7 @@ def paper_table(scores: pa.Table, variant: str, classifier: str,
     reference_means = {d: c.mean for (m, d), c in reference_cells.items()
                        if m == reference_method}
     present = {m for m, _ in cells}
-    row_methods = [m for m in METHOD_NAMES if m in wanted and m in present]
-    row_methods += sorted(m for m in wanted if m in present and m not in METHOD_NAMES)
+    row_methods = sorted({m for m in wanted if m in present}, key=method_sort_key)
 
     # Numeric value behind every cell (None = empty), used for the best-row marker.
     values: list[list[float | None]] = []
@@ -213,30 +239,69 @@ class TableSpec:
     classifier: str
     methods: tuple[str, ...]
     reference_variant: str | None = None  # variant of the rel. reference; None = own variant
+    # Also a row for every "(<d>-d PCA)" method that has scores (Table 8): which
+    # dimensions were run is a config choice, so the rows come from the scores.
+    with_pca_methods: bool = False
+    extra_note: str = ""
 
 
-_WKNN_METHODS = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
+_FIRST_BLOCK = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
+_WKNN_METHODS = _FIRST_BLOCK
 _ALLWORDS_METHODS = ("BOW (L1/L1)", "TF-IDF (L1/L1)")
+# The paper's Table 8 repeats these two rows of Table 2 above the low-dimensional WMD.
+_PCA_REFERENCE_METHODS = ("BOW (L1/L1)", "WMD")
+
+_PCA_NOTE = (
+    "The first two rows are the same as in {knn_table} for reference. "
+    "\"(d-d PCA)\": the same distance computed on the word vectors projected to d "
+    "dimensions by PCA, fit on every word vector of the dataset with one row per "
+    "document that contains the word; the projected vectors are not re-normalised."
+)
 
 
 def allwords_variant(variant: str) -> str:
     """How scores with every word kept (paper Tables 4/5) are told apart inside the tables."""
     return f"{variant} (all words)"
 
+
 TABLES: tuple[TableSpec, ...] = (
     TableSpec("table2", "Table 2: kNN test error (%), original data", "original", "knn",
               METHOD_NAMES),
     TableSpec("table3", "Table 3: kNN test error (%), clean data (no duplicate documents)",
-              "clean", "knn", METHOD_NAMES),
-    TableSpec("table6", "Table 6: weighted kNN (wkNN) test error (%), original data",
-              "original", "wknn", _WKNN_METHODS),
-    TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
-              "clean", "wknn", _WKNN_METHODS),
+              "clean", "knn", _FIRST_BLOCK,
+              extra_note="Table 7 has every normalisation and metric on the clean data."),
+    TableSpec("table7", "Table 7: kNN test error (%), clean data, all normalisations and "
+              "metrics", "clean", "knn", METHOD_NAMES),
     TableSpec("table4", "Table 4: kNN test error (%) with all words kept, original data",
               allwords_variant("original"), "knn", _ALLWORDS_METHODS, "original"),
     TableSpec("table5", "Table 5: kNN test error (%) with all words kept, clean data",
               allwords_variant("clean"), "knn", _ALLWORDS_METHODS, "clean"),
+    TableSpec("table6", "Table 6: weighted kNN (wkNN) test error (%), original data",
+              "original", "wknn", _WKNN_METHODS),
+    TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
+              "clean", "wknn", _WKNN_METHODS),
+    TableSpec("table8", "Table 8: kNN test error (%) of WMD with low-dimensional PCA "
+              "embeddings, original data", "original", "knn", _PCA_REFERENCE_METHODS,
+              with_pca_methods=True, extra_note=_PCA_NOTE.format(knn_table="Table 2")),
+    TableSpec("table8_clean", "Table 8 on clean data: kNN test error (%) of WMD with "
+              "low-dimensional PCA embeddings", "clean", "knn", _PCA_REFERENCE_METHODS,
+              with_pca_methods=True, extra_note=_PCA_NOTE.format(knn_table="Table 7")),
 )
+
+
+def pca_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
+    """The "(<d>-d PCA)" methods with scores for ``variant`` and ``classifier``, by d."""
+    columns = [scores.column(n).to_pylist() for n in ("variant", "classifier", "method")]
+    found = {method for var, clf, method in zip(*columns, strict=True)
+             if var == variant and clf == classifier and parse_pca_method(method)}
+    return sorted(found, key=method_sort_key)
+
+
+def table_methods(spec: TableSpec, scores: pa.Table) -> tuple[str, ...]:
+    """The methods a table asks for: its fixed rows plus, for Table 8, the PCA rows."""
+    if not spec.with_pca_methods:
+        return spec.methods
+    return (*spec.methods, *pca_methods(scores, spec.variant, spec.classifier))
 
 
 #: The kNN table whose first row is the rel. reference of a wkNN table.
@@ -275,6 +340,10 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
            if spec.classifier != "knn" or reference != spec.variant else "."),
         BEST_NOTE,
     ]
+    if spec.extra_note:
+        lines.insert(1, spec.extra_note)
+    if spec.with_pca_methods and not pca_methods(scores, spec.variant, spec.classifier):
+        lines.insert(1, "No \"(d-d PCA)\" scores for this data: only the reference rows.")
     empty = empty_test_documents(scores, spec.variant, spec.classifier)
     if empty:
         counts = ", ".join(f"{d} {n}" for d, n in empty.items())
@@ -306,7 +375,8 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
     out_dir = Path(out_dir)
     written = []
     for spec in TABLES:
-        rows = paper_table(scores, spec.variant, spec.classifier, spec.methods, datasets,
+        rows = paper_table(scores, spec.variant, spec.classifier, table_methods(spec, scores),
+                           datasets,
                            reference_variant=spec.reference_variant or spec.variant,
                            reference_classifier="knn")
         csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
@@ -332,7 +402,8 @@ def summary_rows(tables: Sequence[pa.Table]) -> tuple[list[str], list[list[str]]
 
 
 def run_summaries(inputs: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                  md_path: str | os.PathLike, title: str) -> None:
-    """Combine per-dataset one-row reports (duplicates, OOV) into one CSV + Markdown table."""
+                  md_path: str | os.PathLike, title: str,
+                  note: str = "One row per dataset.") -> None:
+    """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table."""
     header, rows = summary_rows([read_table(path) for path in inputs])
-    write_table_files(rows, header, csv_path, md_path, title, "One row per dataset.")
+    write_table_files(rows, header, csv_path, md_path, title, note)

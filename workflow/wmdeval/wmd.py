@@ -48,6 +48,9 @@ _FAILURES = {0: "infeasible (marginals of unequal mass?)", 2: "unbounded",
 WORK_EXPONENT = 1.1
 PAIR_OVERHEAD = 350.0
 
+#: Seconds per work unit on the machine the model was fitted on (see WORK_EXPONENT).
+SECONDS_PER_UNIT = 0.023e-6
+
 #: Seconds between two progress reports.
 PROGRESS_SECONDS = 30.0
 
@@ -252,10 +255,51 @@ def transport(inputs: WmdInputs, i: int, j: int
 # Pairs and shards
 
 
-def row_starts(n: int) -> np.ndarray:
-    """Rank of the first pair of each row, int64 [n + 1]; the last entry is n(n-1)/2."""
+def row_starts(n: int, n_rows: int | None = None) -> np.ndarray:
+    """Rank of the first pair of each row, int64 [n + 1]; the last entry is the number of
+    pairs: n(n-1)/2, or with ``n_rows`` only the first n_rows rows have pairs (j > i)."""
     i = np.arange(n + 1, dtype=np.int64)
-    return i * (n - 1) - i * (i - 1) // 2
+    starts = i * (n - 1) - i * (i - 1) // 2
+    if n_rows is not None and n_rows < n:
+        starts[n_rows + 1:] = starts[n_rows]
+    return starts
+
+
+def solve_order(doc_ids: np.ndarray, splits: pa.Table | None) -> tuple[np.ndarray, int]:
+    """(order, n_rows): the pair grid's document order and how many rows have pairs.
+
+    Five-fold data needs every pair. A one-fold dataset's kNN never reads test x test
+    distances, so its training documents come first and only their rows have pairs:
+    train x train and train x test, each once (ohsumed: 32 % fewer solves).
+    """
+    n = len(doc_ids)
+    identity = np.arange(n, dtype=np.int64)
+    if splits is None or len(np.unique(splits.column("fold").to_numpy())) != 1:
+        return identity, n
+    is_train = np.isin(doc_ids, splits.filter(pc.equal(splits.column("subset"), "train"))
+                       .column("doc_id").to_numpy())
+    order = np.concatenate([identity[is_train], identity[~is_train]])
+    return order, int(is_train.sum())
+
+
+def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
+    """The same documents in another order (the solve order of :func:`solve_order`)."""
+    indices = tuple(inputs.indices[k] for k in order)
+    sizes = np.array([len(x) for x in indices], dtype=np.int64)
+    offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.concatenate(indices) if len(indices) else inputs.flat_indices[:0]
+    return WmdInputs(
+        doc_ids=inputs.doc_ids[order],
+        words=inputs.words,
+        vectors=inputs.vectors,
+        sq_norms=inputs.sq_norms,
+        offsets=offsets,
+        flat_indices=flat.astype(np.int32),
+        indices=tuple(flat[offsets[k]:offsets[k + 1]] for k in range(len(order))),
+        weights=tuple(inputs.weights[k] for k in order),
+        twin=inputs.twin[order],
+    )
 
 
 def _work_per_document(inputs: WmdInputs) -> np.ndarray:
@@ -264,7 +308,8 @@ def _work_per_document(inputs: WmdInputs) -> np.ndarray:
     return np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
 
 
-def plan_shards(inputs: WmdInputs, n_shards: int) -> list[tuple[int, int]]:
+def plan_shards(inputs: WmdInputs, n_shards: int,
+                n_rows: int | None = None) -> list[tuple[int, int]]:
     """Contiguous [start, stop) pair-rank ranges of about equal estimated work.
 
     Depends only on the documents and n_shards. Works a row at a time: the work of
@@ -274,21 +319,23 @@ def plan_shards(inputs: WmdInputs, n_shards: int) -> list[tuple[int, int]]:
     if n_shards < 1:
         raise ValueError("n_shards must be >= 1")
     n = inputs.n
-    starts = row_starts(n)
+    starts = row_starts(n, n_rows)
     total_pairs = int(starts[-1])
     if total_pairs == 0:
         return [(0, 0)] * n_shards
     s = _work_per_document(inputs)
     later = np.append(np.cumsum(s[::-1])[::-1][1:], 0.0)  # sum of s over the rows below
     pairs_in_row = np.diff(starts)
-    before_row = np.concatenate([[0.0], np.cumsum(s * later + PAIR_OVERHEAD * pairs_in_row)])
+    row_work = np.where(pairs_in_row > 0, s * later + PAIR_OVERHEAD * pairs_in_row, 0.0)
+    before_row = np.concatenate([[0.0], np.cumsum(row_work)])
     total = before_row[-1]
+    last_row = int(np.flatnonzero(pairs_in_row)[-1])  # the last row that has pairs
 
     bounds = [0]
     for k in range(1, n_shards):
         target = total * k / n_shards
-        # the row where cumulative work reaches the target (never the pair-less last row)
-        i = min(int(np.searchsorted(before_row, target, side="right")) - 1, n - 2)
+        # the row where cumulative work reaches the target (never a row without pairs)
+        i = min(int(np.searchsorted(before_row, target, side="right")) - 1, last_row)
         within = s[i] * np.cumsum(s[i + 1:]) + PAIR_OVERHEAD * np.arange(1, n - i)
         # pairs of row i whose cumulative work stays within the target go to shard k-1
         taken = int(np.searchsorted(within, target - before_row[i], side="right"))
@@ -297,10 +344,11 @@ def plan_shards(inputs: WmdInputs, n_shards: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(n_shards)]
 
 
-def _row_segments(n: int, start: int, stop: int) -> list[tuple[int, int, int, int]]:
+def _row_segments(n: int, start: int, stop: int,
+                  n_rows: int | None = None) -> list[tuple[int, int, int, int]]:
     """(i, j0, j1, offset) for the rows that pairs [start, stop) cross; offset is the
     position of pair (i, j0) within the range."""
-    starts = row_starts(n)
+    starts = row_starts(n, n_rows)
     segments = []
     if stop <= start:
         return segments
@@ -320,7 +368,8 @@ def _row_segments(n: int, start: int, stop: int) -> list[tuple[int, int, int, in
 
 
 def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
-                progress: Callable[[int, int], None] | None = None) -> pa.Table:
+                progress: Callable[[int, int], None] | None = None,
+                n_rows: int | None = None) -> pa.Table:
     """WMD of the pairs of shard ``shard`` (0-based) of ``n_shards``: a WMD_SHARD table.
 
     Rows of the pair grid are independent tasks for ``threads`` worker threads (the
@@ -331,8 +380,8 @@ def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
         raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
     if threads < 1:
         raise ValueError("threads must be >= 1")
-    start, stop = plan_shards(inputs, n_shards)[shard]
-    segments = _row_segments(inputs.n, start, stop)
+    start, stop = plan_shards(inputs, n_shards, n_rows)[shard]
+    segments = _row_segments(inputs.n, start, stop, n_rows)
     n_pairs = stop - start
     i_out = np.empty(n_pairs, dtype=np.int32)
     j_out = np.empty(n_pairs, dtype=np.int32)
@@ -428,13 +477,14 @@ def _solve_row(inputs: WmdInputs, last_doc: np.ndarray, i: int, j0: int, j1: int
 # Gathering shards into a matrix
 
 
-def gather(n: int, shards: Iterable[pa.Table]) -> np.ndarray:
+def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
     """Symmetric float32 [n, n] matrix from WMD_SHARD tables covering every pair once.
 
     ``shards`` may be any iterable (run_gather reads the files one at a time). Diagonal
     0; a document whose distances are all NaN (an empty document) gets NaN on its
     diagonal too. (With fewer than two non-empty documents that cannot be told apart
-    from the data; such a matrix is all NaN.)
+    from the data; such a matrix is all NaN.) ``unsolved``: boolean [n], documents whose
+    pairs among themselves were not solved (a one-fold test set); those entries are NaN.
     """
     unseen = np.float32(-1.0)  # distances are >= 0 or NaN
     matrix = np.full((n, n), unseen, dtype=np.float32)
@@ -451,11 +501,15 @@ def gather(n: int, shards: Iterable[pa.Table]) -> np.ndarray:
             d = part.column("distance").to_numpy().astype(np.float32)
             matrix[i, j] = d
             matrix[j, i] = d
-    total = n * (n - 1) // 2
+    k = 0 if unsolved is None else int(np.count_nonzero(unsolved))
+    total = n * (n - 1) // 2 - k * (k - 1) // 2
     if rows != total:
         raise io.WmdevalError(
             f"shards hold {rows} pairs but {n} documents have {total}: "
             f"{'some pairs are missing' if rows < total else 'some pairs are duplicated'}")
+    if k:
+        block = np.flatnonzero(unsolved)
+        matrix[np.ix_(block, block)] = np.nan
     np.fill_diagonal(matrix, np.nan)
     # As many pairs as needed and none left unseen: every pair came exactly once.
     for r0 in range(0, n, 1024):
@@ -466,6 +520,9 @@ def gather(n: int, shards: Iterable[pa.Table]) -> np.ndarray:
                 f"pair ({min(r, c)}, {max(r, c)}) is missing from the shards "
                 "(and another is duplicated)")
     empty = np.array([np.isnan(row).all() for row in matrix], dtype=bool)
+    if k:
+        # a test document is empty when it has no distance to any training document
+        empty = np.array([np.isnan(row[~unsolved]).all() for row in matrix], dtype=bool)
     np.fill_diagonal(matrix, np.where(empty, np.nan, 0.0))
     return matrix
 
@@ -493,9 +550,17 @@ def _read_embeddings(path: str | os.PathLike) -> pa.Table:
     return table
 
 
+def _read_solve_order(doc_ids: np.ndarray, splits_path) -> tuple[np.ndarray, int]:
+    splits = io.read_splits(splits_path) if splits_path else None
+    return solve_order(doc_ids, splits)
+
+
 def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_shards: int,
-              threads: int, out_path) -> None:
-    """Solve shard ``shard`` (0-based) of ``n_shards`` and write it as a WMD_SHARD file."""
+              threads: int, out_path, splits_path=None) -> None:
+    """Solve shard ``shard`` (0-based) of ``n_shards`` and write it as a WMD_SHARD file.
+
+    With ``splits_path`` of a one-fold dataset, test x test pairs are not solved.
+    """
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
     if threads < 1:
@@ -503,12 +568,24 @@ def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_sha
     documents = io.read_documents(documents_path)
     inputs = prepare(documents, _read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
-    start, stop = plan_shards(inputs, n_shards)[shard]
+    order, n_rows = _read_solve_order(inputs.doc_ids, splits_path)
+    ordered = reorder(inputs, order)
+    start, stop = plan_shards(ordered, n_shards, n_rows)[shard]
     LOG.info("%d documents, %d pairs; shard %d/%d: pairs %d..%d (%d), %d thread(s)",
-             inputs.n, inputs.n * (inputs.n - 1) // 2, shard + 1, n_shards, start, stop,
-             stop - start, threads)
-    table = solve_shard(inputs, shard, n_shards, threads, progress=_progress_logger())
-    io.write_table(table, out_path, schemas.WMD_SHARD)
+             inputs.n, int(row_starts(inputs.n, n_rows)[-1]), shard + 1, n_shards, start,
+             stop, stop - start, threads)
+    table = solve_shard(ordered, shard, n_shards, threads, progress=_progress_logger(),
+                        n_rows=n_rows)
+    io.write_table(to_document_positions(table, order), out_path, schemas.WMD_SHARD)
+
+
+def to_document_positions(table: pa.Table, order: np.ndarray) -> pa.Table:
+    """Pairs of the solve order -> pairs (i < j) of the documents' own order."""
+    a = order[table.column("i").to_numpy()]
+    b = order[table.column("j").to_numpy()]
+    return pa.table({"i": np.minimum(a, b).astype(np.int32),
+                     "j": np.maximum(a, b).astype(np.int32),
+                     "distance": table.column("distance")}, schema=schemas.WMD_SHARD)
 
 
 def _log_empty(documents: pa.Table, inputs: WmdInputs) -> None:
@@ -542,11 +619,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
-def run_gather(documents_path, shard_paths: list, out_path, method_name: str) -> None:
+def run_gather(documents_path, shard_paths: list, out_path, method_name: str,
+               splits_path=None) -> None:
     """Gather shard files into a DISTANCES file over the documents' doc_ids."""
     doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
     shards = (io.read_table(p, schemas.WMD_SHARD) for p in shard_paths)
-    matrix = gather(len(doc_ids), shards)
+    order, n_rows = _read_solve_order(doc_ids, splits_path)
+    unsolved = np.zeros(len(doc_ids), dtype=bool)
+    unsolved[order[n_rows:]] = True
+    matrix = gather(len(doc_ids), shards, unsolved)
     empty = int(np.isnan(np.diagonal(matrix)).sum())
     LOG.info("%s: %d x %d matrix from %d shard(s); %d empty document(s)", method_name,
              len(doc_ids), len(doc_ids), len(shard_paths), empty)
@@ -562,3 +643,49 @@ def run_subset(matrix_path, documents_path, out_path) -> None:
     LOG.info("%d of %d documents kept", len(keep_ids), len(doc_ids))
     io.write_distances(submatrix(doc_ids, matrix, keep_ids), keep_ids, out_path,
                        metadata=kept or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resources of a shard job (for the workflow's scheduler)
+
+
+@functools.lru_cache(maxsize=64)
+def _document_sizes(path: str, mtime_ns: int) -> np.ndarray:
+    # Cached per file version: Snakemake asks once per shard job, and a matrix has many.
+    words = pq.read_table(path, columns=["words"]).column("words")
+    return pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+def shard_resources(documents_path, n_shards: int, threads: int, attempt: int = 1
+                    ) -> dict[str, int]:
+    """mem_mb and runtime (minutes) of one shard job, from the work it holds.
+
+    Uses the same work model as the shard plan: a shard holds 1/n_shards of the
+    estimated work. Generous on purpose (3x the fitted time, as clusters' cores are
+    often slower than the machine it was fitted on), and doubled per retry. Before the
+    documents exist (a dry run), a nominal request.
+    """
+    try:
+        stat = os.stat(documents_path)
+    except OSError:
+        return {"mem_mb": 1000 * attempt, "runtime": 60 * attempt}
+    sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
+    n = len(sizes)
+    work = np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
+    pairs = n * (n - 1) / 2
+    units = (work.sum() ** 2 - (work ** 2).sum()) / 2 + PAIR_OVERHEAD * pairs
+    seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
+    runtime = int(np.ceil(5 + 3 * seconds / 60))
+    # the shard's pairs (i, j, distance and numpy copies) plus the documents and vectors
+    mem_mb = int(np.ceil(400 + 40 * pairs / n_shards / 1e6 + 30 * stat.st_size / 1e6))
+    factor = 2 ** (attempt - 1)
+    return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
+
+
+def gather_mem_mb(documents_path) -> int:
+    """Memory of the gather job: the float32 n x n matrix about three times over."""
+    try:
+        n = pq.read_metadata(documents_path).num_rows
+    except (OSError, pa.ArrowInvalid):
+        return 2000
+    return int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
