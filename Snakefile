@@ -24,6 +24,8 @@ include: "workflow/rules/distances.smk"
 include: "workflow/rules/evaluate.smk"
 # 6. Outputs: scores, the paper's tables and figures
 include: "workflow/rules/report.smk"
+# 7. Beyond the paper: how different are the distances really?
+include: "workflow/rules/analysis.smk"
 
 
 rule all:

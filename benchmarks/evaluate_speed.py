@@ -1,10 +1,14 @@
 """Speed of the evaluation stage on a synthetic five-fold dataset (prints numbers only).
 
-3,000 documents of ~50 distinct words drawn from a 5,000-word vocabulary, 5 classes,
+3,000 documents of 50 distinct words drawn from a 5,000-word vocabulary, 5 classes,
 5 random 70/30 folds, and random symmetric WMD / WMD-TF-IDF matrices: all 14 methods
 x kNN and wkNN with the default tuning grids, baseline distances included.
 
-    .venv/bin/python benchmarks/evaluate_speed.py [--docs 3000]
+Words are drawn uniformly by default, so two documents share few words. With ``--zipf``
+they are drawn with probability ~ 1/rank, as in real text, so documents share many
+words: the harder case for the baseline distances, whose work grows with shared words.
+
+    .venv/bin/python benchmarks/evaluate_speed.py [--docs 3000] [--zipf]
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ import numpy as np
 import pyarrow as pa
 
 from wmdeval import baselines, evaluate, io, schemas
-from wmdeval.methods import BASELINES
+from wmdeval.methods import BASELINES, BY_NAME
 
 
 def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,
-                        words_per_doc: int, n_classes: int) -> pa.Table:
+                        words_per_doc: int, n_classes: int, zipf: bool = False) -> pa.Table:
     vocabulary = np.array([f"w{i:05d}" for i in range(n_words)])
-    words = [np.sort(rng.choice(n_words, words_per_doc, replace=False)) for _ in range(n_docs)]
+    frequency = None
+    if zipf:
+        frequency = 1.0 / np.arange(1, n_words + 1)
+        frequency /= frequency.sum()
+    words = [np.sort(rng.choice(n_words, words_per_doc, replace=False, p=frequency))
+             for _ in range(n_docs)]
     y = rng.integers(0, n_classes, n_docs)
     return pa.table({
         "doc_id": pa.array(np.arange(n_docs, dtype=np.int32)),
@@ -67,18 +76,21 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=3000)
     parser.add_argument("--vocabulary", type=int, default=5000)
     parser.add_argument("--words-per-doc", type=int, default=50)
+    parser.add_argument("--zipf", action="store_true",
+                        help="word frequencies ~ 1/rank instead of uniform")
     args = parser.parse_args()
     # Random distances make wkNN underflow warnings for every method: not what we measure.
     logging.getLogger("wmdeval.evaluate").setLevel(logging.ERROR)
 
     rng = np.random.default_rng(0)
-    documents = synthetic_documents(rng, args.docs, args.vocabulary, args.words_per_doc, 5)
+    documents = synthetic_documents(rng, args.docs, args.vocabulary, args.words_per_doc, 5,
+                                    args.zipf)
     splits = synthetic_splits(rng, args.docs, 5, 0.7)
     doc_ids = np.arange(args.docs, dtype=np.int32)
     wmd = {"wmd": (doc_ids, random_symmetric(rng, args.docs)),
            "wmd-tfidf": (doc_ids, random_symmetric(rng, args.docs))}
-    print(f"{args.docs} documents, vocabulary {args.vocabulary}, {args.words_per_doc} words/doc, "
-          "5 classes, 5 folds 70/30")
+    print(f"{args.docs} documents, vocabulary {args.vocabulary}, {args.words_per_doc} words/doc "
+          f"({'Zipf' if args.zipf else 'uniform'}), 5 classes, 5 folds 70/30")
 
     scores = timed("evaluate_dataset: 14 methods x {knn, wknn} x 5 folds",
                    lambda: evaluate.evaluate_dataset(documents, splits, wmd, None, "bench",
@@ -92,18 +104,28 @@ def main() -> None:
           lambda: [evaluate.evaluate_fold(wmd["wmd"][1], y, tr, te) for tr, te in folds])
     counts, _ = baselines.count_matrix(documents)
     settings = evaluate.resolve_settings(None)
-    train, test = folds[0]
-    val = np.unique(np.concatenate([
-        evaluate.validation_split(len(train), settings[c]["validation_size"], 0)[1]
-        for c in ("knn", "wknn")]))
-    rows = np.concatenate([train[val], test])
-    for metric in ("L1", "L2"):
-        method = next(m for m in BASELINES if m.metric == metric)
-        timed(f"  of which per method: {method.name} distance block ({len(rows)} x "
-              f"{len(train)}), 5 folds",
-              lambda method=method: [baselines.baseline_distances(counts, method, train, rows,
-                                                                  train) for _ in range(5)])
+    queries = [query_rows(train, test, settings) for train, test in folds]
+    for method in (BY_NAME["BOW (L1/L1)"], BY_NAME["TF-IDF (L1/L1)"], BY_NAME["BOW (None/L2)"],
+                   BY_NAME["TF-IDF (None/L2)"]):
+        timed(f"  of which per method: {method.name} distance blocks, 5 folds",
+              lambda method=method: baseline_blocks(counts, method, folds, queries))
+    timed(f"  of which: the distance blocks of all {len(BASELINES)} baselines, 5 folds",
+          lambda: [baseline_blocks(counts, method, folds, queries) for method in BASELINES])
 
+
+def query_rows(train: np.ndarray, test: np.ndarray, settings: dict) -> np.ndarray:
+    """The rows of a fold's distance block, as evaluate_fold builds them (no empty documents)."""
+    val = np.unique(np.concatenate([
+        evaluate.validation_split(len(train), settings[c]["validation_size"],
+                                  settings[c]["seed"])[1]
+        for c in ("knn", "wknn")]))
+    return np.concatenate([train[val], test])
+
+
+def baseline_blocks(counts, method, folds, queries) -> list[np.ndarray]:
+    """Every fold's distance block of one baseline, computed as evaluate_dataset does."""
+    block = evaluate.baseline_block(counts, method, folds)
+    return [block(rows, train) for (train, _), rows in zip(folds, queries, strict=True)]
 
 if __name__ == "__main__":
     main()

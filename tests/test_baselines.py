@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from gensim.models import TfidfModel
 from sklearn.metrics import pairwise_distances
 
-from wmdeval import baselines, schemas
+from wmdeval import baselines, methods, schemas
 from wmdeval.methods import BASELINES, BY_NAME
 
 N_DOCS, N_TERMS = 16, 14
@@ -80,8 +80,9 @@ def test_baseline_matches_dense(method, seed):
     got = baselines.baseline_distances(matrix, method, TRAIN, np.arange(N_DOCS), TRAIN)
     expected = dense_distances(dense, method.weighting, method.norm, method.metric, TRAIN)
     assert got.shape == (N_DOCS, len(TRAIN))
-    # Euclidean goes through |a|^2 + |b|^2 - 2ab in scikit-learn: not bit-exact
-    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-7)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+    # the ranking relies on exact zeros: a training document against itself, the empty ones
+    assert np.array_equal(got == 0, expected == 0)
 
 
 def test_idf_from_training_fold():
@@ -175,3 +176,109 @@ def test_parallel_sparse_manhattan_on_unsorted_csr():
     rows, cols = np.arange(0, 60, 2), np.arange(1, 60, 3)
     got = baselines.distances(messy, rows, cols, "L1", n_jobs=2)
     np.testing.assert_allclose(got, expected[np.ix_(rows, cols)], rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- the kernels
+
+
+def dense_pairwise(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+    diff = a[:, None, :] - b[None, :, :]
+    return np.abs(diff).sum(axis=-1) if metric == "L1" else np.sqrt((diff**2).sum(axis=-1))
+
+
+def sparse_rows(rng, n_rows, n_terms, density, signed=False):
+    values = rng.uniform(0.01, 3, (n_rows, n_terms)) * (rng.uniform(size=(n_rows, n_terms))
+                                                         < density)
+    if signed:
+        values *= rng.choice([-1.0, 1.0], values.shape)
+    return values
+
+
+@pytest.mark.parametrize("metric", ["L1", "L2"])
+@pytest.mark.parametrize("signed", [False, True])
+def test_sparse_distances_match_dense(metric, signed):
+    rng = np.random.default_rng(20)
+    a = sparse_rows(rng, 30, 50, 0.3, signed)
+    a[3] = 0  # an empty row: its distance to b_j is |b_j|
+    b = np.vstack([sparse_rows(rng, 25, 50, 0.3, signed), a[:5], np.zeros((1, 50))])
+    got = baselines.sparse_distances(sp.csr_matrix(a), sp.csr_matrix(b), metric)
+    expected = dense_pairwise(a, b, metric)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+    assert np.all(got[np.arange(5), 25 + np.arange(5)] == 0.0)  # a_i against its copy
+    assert got[3, 30] == 0.0  # two empty rows
+
+
+@pytest.mark.parametrize("metric", ["L1", "L2"])
+def test_identical_and_nearly_identical_rows(metric):
+    """Size minus overlap cancels catastrophically for close pairs: they are recomputed, so
+    duplicates are exactly 0 and a tiny difference keeps its digits."""
+    rng = np.random.default_rng(21)
+    base = rng.uniform(0.001, 1, 300)  # long rows: sizes far above the differences
+    base /= base.sum()
+    rows = [base, base.copy(), base.copy(), base[::-1].copy()]
+    rows[1][7] += 1e-9
+    rows[2][[3, 200]] = rows[2][[200, 3]]  # same values, two terms swapped
+    x = np.array(rows)
+    got = baselines.sparse_distances(sp.csr_matrix(x), sp.csr_matrix(x), metric)
+    expected = dense_pairwise(x, x, metric)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+    assert np.all(np.diag(got) == 0.0)
+    assert got[0, 1] > 0
+
+
+def test_sparse_distances_blocks_and_threads_do_not_change_the_result(monkeypatch):
+    rng = np.random.default_rng(22)
+    a = sp.csr_matrix(sparse_rows(rng, 40, 60, 0.2))
+    b = sp.csr_matrix(sparse_rows(rng, 35, 60, 0.2))
+    for metric in ("L1", "L2"):
+        whole = baselines.sparse_distances(a, b, metric)
+        monkeypatch.setattr(baselines, "_BLOCK_WORK", {metric: 50})  # ~ a row per block
+        monkeypatch.setattr(baselines, "_PAIRS_PER_CHUNK", 7)
+        assert np.array_equal(baselines.sparse_distances(a, b, metric), whole)
+        assert np.array_equal(baselines.sparse_distances(a, b, metric, n_jobs=2), whole)
+        monkeypatch.undo()
+
+
+def test_sparse_distances_unsorted_and_duplicate_entries():
+    dense = sparse_rows(np.random.default_rng(23), 12, 20, 0.4)
+    sorted_ = sp.csr_matrix(dense)
+    # each entry stored twice, half the value each time, the copies in reverse order
+    rows = [slice(lo, hi) for lo, hi in zip(sorted_.indptr[:-1], sorted_.indptr[1:],
+                                            strict=True)]
+    doubled = sp.csr_matrix(
+        (np.concatenate([np.r_[sorted_.data[r], sorted_.data[r][::-1]] / 2 for r in rows]),
+         np.concatenate([np.r_[sorted_.indices[r], sorted_.indices[r][::-1]] for r in rows]),
+         2 * sorted_.indptr),
+        shape=sorted_.shape)
+    assert not doubled.has_canonical_format
+    for metric in ("L1", "L2"):
+        got = baselines.sparse_distances(doubled, unsorted_csr(dense), metric)
+        expected = dense_pairwise(dense, dense, metric)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_sparse_distances_empty_shapes_and_bad_metric():
+    a = sp.csr_matrix(np.ones((3, 4)))
+    assert baselines.sparse_distances(a[:0], a, "L1").shape == (0, 3)
+    assert baselines.sparse_distances(a, a[:0], "L2").shape == (3, 0)
+    with pytest.raises(ValueError, match="metric"):
+        baselines.sparse_distances(a, a, "cosine")
+
+
+@pytest.mark.parametrize("slug, tie", [("bow-l1-l1", 2.0), ("bow-l2-l2", np.sqrt(2.0)),
+                                        ("tfidf-l1-l1", 2.0), ("tfidf-l2-l2", np.sqrt(2.0))])
+def test_documents_sharing_no_word_are_exactly_tied(slug, tie):
+    """Exact ties must stay exact, or the kNN tie rule (lower index first) becomes noise:
+    normalised rows sum to 1 +- ulps, so size-minus-overlap must use exactly 1."""
+    rng = np.random.default_rng(0)
+    n, vocabulary = 200, 3000
+    indices = np.concatenate([rng.choice(vocabulary, 7, replace=False) for _ in range(n)])
+    counts = baselines.canonical(sp.csr_matrix(
+        (rng.integers(1, 4, size=7 * n).astype(float), indices, np.arange(0, 7 * n + 1, 7)),
+        shape=(n, vocabulary)))
+    everyone = np.arange(n)
+    d = baselines.baseline_distances(counts, methods.BY_SLUG[slug], everyone, everyone,
+                                     everyone)
+    disjoint = (counts @ counts.T).toarray() == 0
+    assert disjoint.sum() > 1000
+    assert np.unique(d[disjoint]).tolist() == [tie]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from sklearn.model_selection import train_test_split
 
-from wmdeval import evaluate, io, schemas
+from wmdeval import baselines, evaluate, io, schemas
 from wmdeval.methods import BASELINES, METHODS
 
 GAMMAS = evaluate.DEFAULT_SETTINGS["wknn"]["gammas"]
@@ -413,3 +413,71 @@ def test_run_evaluate_writes_scores(tiny, tmp_path):
     assert written.equals(returned)
     expected = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
     assert written.equals(expected)
+
+
+# --------------------------------------------------------------------------- baseline blocks
+
+
+def five_folds(rng, n):
+    """Five random 70/30 folds, as in the five-fold datasets."""
+    folds = []
+    for _ in range(5):
+        order = rng.permutation(n)
+        cut = round(0.7 * n)
+        folds.append((np.sort(order[:cut]), np.sort(order[cut:])))
+    return folds
+
+
+@pytest.fixture
+def distance_calls(monkeypatch):
+    """The method names of every baselines.baseline_distances call, in order."""
+    calls = []
+    original = baselines.baseline_distances
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(baselines, "baseline_distances", counted)
+    return calls, original
+
+
+def test_baseline_block_computes_bow_once_for_five_folds(tiny, distance_calls):
+    documents, _, _ = tiny
+    counts, _ = baselines.count_matrix(documents)
+    folds = five_folds(np.random.default_rng(12), counts.shape[0])
+    calls, direct = distance_calls
+    for method in BASELINES:
+        calls.clear()
+        block = evaluate.baseline_block(counts, method, folds)
+        for train, test in folds:
+            rows = np.concatenate([train[::3], test])  # some validation rows, the test rows
+            # the same numbers, bit for bit: a pair's distance does not depend on its block
+            assert np.array_equal(block(rows, train), direct(counts, method, train, rows, train))
+        assert len(calls) == (1 if method.weighting == "bow" else len(folds))
+
+
+def test_baseline_block_one_fold_is_computed_per_fold(tiny, distance_calls):
+    documents, splits, _ = tiny
+    counts, _ = baselines.count_matrix(documents)
+    fold = io.fold_indices(splits, documents.column("doc_id").to_numpy())[:1]
+    train, test = fold[0]
+    calls, direct = distance_calls
+    for method in BASELINES:
+        calls.clear()
+        block = evaluate.baseline_block(counts, method, fold)
+        assert calls == []  # nothing computed ahead: the fold's own block is smaller
+        assert np.array_equal(block(test, train), direct(counts, method, train, test, train))
+
+
+def test_pca_wmd_matrices_are_evaluated_as_extra_methods(tiny):
+    documents, splits, wmd = tiny
+    matrices = {**wmd, "wmd-pca10": wmd["wmd"], "wmd-pca5": wmd["wmd"]}
+    scores = evaluate.evaluate_dataset(documents, splits, matrices, None, "toy", "original")
+    names = list(dict.fromkeys(scores.column("method").to_pylist()))
+    assert names[-2:] == ["WMD (5-d PCA)", "WMD (10-d PCA)"]
+    errors = {}
+    for row in scores.to_pylist():
+        errors.setdefault(row["method"], []).append(row["test_error"])
+    # the same matrix gives the same errors whatever the method is called
+    assert errors["WMD (5-d PCA)"] == errors["WMD"] == errors["WMD (10-d PCA)"]

@@ -63,6 +63,7 @@ def finished_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("wmdeval")
     shutil.copy(REPO / "Snakefile", workdir)
     shutil.copytree(REPO / "workflow" / "rules", workdir / "workflow" / "rules")
+    shutil.copytree(REPO / "workflow" / "report", workdir / "workflow" / "report")
     shutil.copytree(REPO / "config", workdir / "config")
     shutil.copytree(REPO / "envs", workdir / "envs")
     with open(workdir / "toy.tsv", "w") as handle:
@@ -80,8 +81,9 @@ def test_scores_cover_every_dataset_variant_method_classifier_fold(finished_run)
     for dataset, folds in expected_folds.items():
         for variant in ("original", "clean"):
             rows = [r for r in scores if r["dataset"] == dataset and r["variant"] == variant]
-            assert len(rows) == len(METHODS) * 2 * folds, (dataset, variant)
-            assert {r["method"] for r in rows} == {m.name for m in METHODS}
+            # the 14 methods and WMD on 5-d PCA embeddings (pca_dims: [5])
+            assert len(rows) == (len(METHODS) + 1) * 2 * folds, (dataset, variant)
+            assert {r["method"] for r in rows} == {m.name for m in METHODS} | {"WMD (5-d PCA)"}
             assert {r["classifier"] for r in rows} == {"knn", "wknn"}
     assert all(0 <= r["test_error"] <= 1 for r in scores)
     knn = [r for r in scores if r["classifier"] == "knn"]
@@ -124,8 +126,9 @@ def test_clean_variant_drops_planted_duplicates(finished_run):
 
 def test_tables_and_figures_exist(finished_run):
     results = finished_run / "results"
-    for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean", "duplicates",
-                 "oov"):
+    for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean", "table7",
+                 "table8", "table8_clean", "duplicates", "oov", "wmd_vs_bow", "n2o_robustness",
+                 "crossmatch", "corpus_distances", "ksc"):
         for ext in ("csv", "md"):
             assert (results / "tables" / f"{name}.{ext}").stat().st_size > 0
     table2 = (results / "tables" / "table2.md").read_text()
@@ -133,10 +136,28 @@ def test_tables_and_figures_exist(finished_run):
         assert f"| {method.name} |" in table2
     for dataset in ("newsgroups", "polarity", "toy"):
         assert dataset in table2
-    for figure in ("figure3", "figure5"):
+    table8 = (results / "tables" / "table8.md").read_text()
+    assert "| WMD (5-d PCA) |" in table8
+    for png in ("n2o.png", "ksc_newsgroups_original.png", "ksc_toy_clean.png"):
+        assert (results / "figures" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # N2O of a method with itself is 1
+    n2o = pq.read_table(results / "polarity" / "original" / "analysis" / "n2o.parquet")
+    same = [r["n2o"] for r in n2o.to_pylist() if r["method_a"] == r["method_b"]]
+    assert same and all(v == 1.0 for v in same)
+    for figure in ("figure3", "figure4", "figure5"):
         for variant in ("original", "clean"):
             png = results / "figures" / f"{figure}_{variant}.png"
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_holds_every_table_and_figure(finished_run):
+    run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml",
+                    "--report", "results/report.html")
+    assert run.returncode == 0, run.stderr[-3000:]
+    html = (finished_run / "results" / "report.html").read_text(errors="replace")
+    for name in ("table2.csv", "table7.csv", "table8.csv", "duplicates.csv", "oov.csv",
+                 "figure3_original.png", "figure4_clean.png", "figure5_original.png"):
+        assert name in html, name
 
 
 def test_second_run_has_nothing_to_do(finished_run):
@@ -166,8 +187,10 @@ def test_dry_run_and_rulegraph_name_every_stage(finished_run):
     run = snakemake(finished_run, "--rulegraph", "--forceall")
     assert run.returncode == 0, run.stderr[-3000:]
     for rule in ("ingest", "train_embeddings", "lookup_embeddings", "duplicates", "filter_oov",
-                 "select_variant", "wmd_shard", "wmd_gather", "wmd_subset", "evaluate",
-                 "collect_scores", "tables", "figure3", "figure5"):
+                 "select_variant", "wmd_shard", "wmd_gather", "wmd_subset", "project_pca",
+                 "evaluate", "evaluate_allwords", "collect_scores", "tables", "figure3",
+                 "figure4", "figure5", "wmd_vs_bow", "n2o", "crossmatch", "corpus_distances",
+                 "ksc"):
         assert f'label = "{rule}"' in run.stdout, rule
 
 
@@ -195,11 +218,15 @@ def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
     assert not shard.exists()
     assert not list(shard.parent.glob(f".{shard.name}*"))  # no partial file either
 
-    plan = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml", "-n")
+    # Snakemake leaves missing intermediates alone while everything downstream is up to
+    # date, so ask for the matrix itself, as a run interrupted before gathering would
+    target = str(matrix.relative_to(finished_run))
+    plan = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml",
+                     "-n")
     counts = dict(line.split()[:2] for line in plan.stdout.splitlines()
                   if line.split()[:1] and line.split()[0] in ("wmd_shard", "wmd_gather"))
     # only the killed shard is solved again (3 of its siblings are kept), then gathered
     assert counts == {"wmd_shard": "1", "wmd_gather": "1"}, plan.stdout
-    run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml")
+    run = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml")
     assert run.returncode == 0, run.stderr[-3000:]
     assert matrix.read_bytes() == before

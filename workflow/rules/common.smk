@@ -154,6 +154,43 @@ def figure_inputs(wildcards):
     return inputs
 
 
+ANALYSES = config["analyses"]
+
+
+def analysis_inputs(wildcards):
+    """A variant's documents, splits and its WMD and WMD-TF-IDF matrices."""
+    return {
+        "documents": f"results/{wildcards.dataset}/{wildcards.variant}/documents.parquet",
+        "splits": f"results/{wildcards.dataset}/{wildcards.variant}/splits.parquet",
+        "wmd": wmd_matrix(wildcards.dataset, wildcards.variant, WMD.slug),
+        "wmd_tfidf": wmd_matrix(wildcards.dataset, wildcards.variant, WMD_TFIDF.slug),
+    }
+
+
+def wmd_argument(wildcards, input):
+    """The --wmd argument of an analysis: {method slug: matrix path} as JSON."""
+    return spec_json({WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf})
+
+
+def per_variant(pattern):
+    """``pattern`` for every dataset and variant of the run."""
+    return expand(pattern, dataset=DATASETS, variant=VARIANTS)
+
+
+def analysis_outputs():
+    """The combined outputs of the analyses switched on in the config."""
+    outputs = ["results/tables/wmd_vs_bow.csv"]
+    if ANALYSES["n2o"]["enabled"]:
+        outputs += ["results/figures/n2o.png", "results/tables/n2o_robustness.csv"]
+    if ANALYSES["crossmatch"]["enabled"]:
+        outputs.append("results/tables/crossmatch.csv")
+    if ANALYSES["corpus_distances"]["enabled"]:
+        outputs.append("results/tables/corpus_distances.csv")
+    if ANALYSES["ksc"]["enabled"]:
+        outputs.append("results/tables/ksc.csv")
+    return outputs
+
+
 def logged(path):
     return f"results/logs/{path}.log"
 
@@ -168,6 +205,7 @@ def final_outputs():
         "results/tables/duplicates.csv",
         "results/tables/oov.csv",
         "results/tables/table2.md",
+        *analysis_outputs(),
     ]
     outputs += expand("results/figures/figure3_{variant}.png", variant=VARIANTS)
     outputs += expand("results/figures/figure4_{variant}.png", variant=VARIANTS)

@@ -41,7 +41,11 @@ rule duplicates_table:
     input:
         expand("results/{dataset}/duplicates/summary.parquet", dataset=DATASETS),
     output:
-        csv="results/tables/duplicates.csv",
+        csv=report(
+            "results/tables/duplicates.csv",
+            caption="../report/duplicates.rst",
+            category="Tables",
+        ),
         md="results/tables/duplicates.md",
     log:
         logged("tables/duplicates"),

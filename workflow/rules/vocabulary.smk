@@ -60,7 +60,11 @@ rule oov_table:
     input:
         expand("results/{dataset}/oov/report.parquet", dataset=DATASETS),
     output:
-        csv="results/tables/oov.csv",
+        csv=report(
+            "results/tables/oov.csv",
+            caption="../report/oov.rst",
+            category="Tables",
+        ),
         md="results/tables/oov.md",
     log:
         logged("tables/oov"),

@@ -249,6 +249,143 @@ def _(p):
     p.add_argument("--settings", type=_json, required=True, help="evaluation config (JSON)")
 
 
+def _wmd_vs_bow(a):
+    from .analysis import run_analysis
+
+    run_analysis(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out,
+                 max_pairs=a.max_pairs, seed=a.seed)
+
+
+@command("wmd-vs-bow", "correlation and nearest-neighbour agreement of WMD and BOW")(_wmd_vs_bow)
+def _(p):
+    _analysis_arguments(p)
+    p.add_argument("--max-pairs", type=int, default=1_000_000,
+                   help="pairs sampled (seeded) for Spearman's correlation")
+
+
+def _wmd_vs_bow_table(a):
+    from .analysis import run_analysis_table
+
+    run_analysis_table(a.inputs, a.csv, a.md)
+
+
+@command("wmd-vs-bow-table", "combine the WMD-vs-BOW analyses")(_wmd_vs_bow_table)
+def _(p):
+    _table_arguments(p)
+
+
+def _analysis_arguments(p, *extra: str) -> None:
+    """The arguments every per-dataset analysis takes."""
+    for name in ("--documents", "--splits", "--dataset", "--variant", "--out", *extra):
+        p.add_argument(name, required=True)
+    p.add_argument("--wmd", type=_json, required=True, help="{method slug: matrix path} (JSON)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _table_arguments(p) -> None:
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--md", required=True)
+
+
+def _n2o(a):
+    from .n2o import run_n2o
+
+    run_n2o(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.ks, a.queries, a.seed, a.out)
+
+
+@command("n2o", "nearest-neighbour overlap between every two methods")(_n2o)
+def _(p):
+    _analysis_arguments(p)
+    p.add_argument("--ks", type=int, nargs="+", default=[5, 10, 19])
+    p.add_argument("--queries", type=_json, default=None, help="queries per fold; null = all")
+
+
+def _n2o_report(a):
+    from .n2o import run_n2o_report
+
+    run_n2o_report(a.inputs, a.heatmap, a.csv, a.md)
+
+
+@command("n2o-report", "N2O heatmaps and the robustness table")(_n2o_report)
+def _(p):
+    _table_arguments(p)
+    p.add_argument("--heatmap", required=True)
+
+
+def _crossmatch(a):
+    from .crossmatch import run_crossmatch
+
+    run_crossmatch(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.m, a.seed, a.out)
+
+
+@command("crossmatch", "exact crossmatch tests per method")(_crossmatch)
+def _(p):
+    _analysis_arguments(p)
+    p.add_argument("--m", type=int, default=100, help="documents sampled per group")
+
+
+def _crossmatch_table(a):
+    from .crossmatch import run_crossmatch_table
+
+    run_crossmatch_table(a.inputs, a.csv, a.md)
+
+
+@command("crossmatch-table", "combine crossmatch results")(_crossmatch_table)
+def _(p):
+    _table_arguments(p)
+
+
+def _corpus_distances(a):
+    from .corpus_distance import run_corpus_distances
+
+    run_corpus_distances(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out, m=a.m,
+                         seed=a.seed)
+
+
+@command("corpus-distances", "energy distance and AHD between groups")(_corpus_distances)
+def _(p):
+    _analysis_arguments(p)
+    p.add_argument("--m", type=int, default=500, help="documents sampled per group")
+
+
+def _corpus_distance_table(a):
+    from .corpus_distance import run_corpus_distance_table
+
+    run_corpus_distance_table(a.inputs, a.csv, a.md)
+
+
+@command("corpus-distance-table", "combine corpus distances")(_corpus_distance_table)
+def _(p):
+    _table_arguments(p)
+
+
+def _ksc(a):
+    from .corpus_distance import run_ksc
+
+    run_ksc(a.documents, a.wmd, a.dataset, a.variant, a.K, a.R, a.corpus_size, a.seed, a.out,
+            a.png)
+
+
+@command("ksc", "known-similarity corpora experiment")(_ksc)
+def _(p):
+    _analysis_arguments(p, "--png")
+    p.add_argument("--K", type=int, default=10)
+    p.add_argument("--R", type=int, default=5)
+    p.add_argument("--corpus-size", type=int, default=50)
+
+
+def _ksc_table(a):
+    from .corpus_distance import run_ksc_table
+
+    run_ksc_table(a.inputs, a.csv, a.md)
+
+
+@command("ksc-table", "how monotone each method's KSC trajectory is")(_ksc_table)
+def _(p):
+    _table_arguments(p)
+
+
 def _collect(a):
     from .report import run_collect
 

@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
-from sklearn.model_selection import train_test_split
 
 from . import baselines, io, schemas
-from .methods import METHODS, Method
+from .methods import BY_SLUG, METHODS, Method, method_by_slug
 
 log = logging.getLogger("wmdeval.evaluate")
 
@@ -182,6 +181,8 @@ def validation_split(n_train: int, test_size: float, seed: int) -> tuple[np.ndar
     Exactly sklearn's ``train_test_split(np.arange(n_train), ...)``, shuffled order
     included; callers sort the fit positions before ranking neighbours.
     """
+    from sklearn.model_selection import train_test_split
+
     if n_train < 2:
         raise io.WmdevalError(f"cannot split {n_train} training document(s) for validation")
     fit, val = train_test_split(np.arange(n_train), test_size=test_size, random_state=seed)
@@ -238,6 +239,26 @@ def _empty_rows(matrix: np.ndarray) -> np.ndarray:
     return _nan_per_row(matrix) == matrix.shape[1]
 
 
+def _validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray,
+                                                                           np.ndarray]]:
+    """Per classifier: (sorted fit positions, validation positions) into the training list."""
+    splits = {}
+    for name in ("knn", "wknn"):
+        fit, val = validation_split(n_train, settings[name]["validation_size"],
+                                    settings[name]["seed"])
+        splits[name] = (np.sort(fit), val)
+    return splits
+
+
+def _validation_union(splits: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    return np.unique(np.concatenate([val for _, val in splits.values()]))
+
+
+def _n_queries(n_train: int, n_test: int, settings: Mapping) -> int:
+    """Rows of a fold's distance block: its validation and test documents."""
+    return len(_validation_union(_validation_splits(n_train, settings))) + n_test
+
+
 def evaluate_fold(distances: np.ndarray | DistanceBlock, y: np.ndarray, train_pos: np.ndarray,
                   test_pos: np.ndarray, settings: Mapping | None = None,
                   empty: np.ndarray | None = None) -> list[dict]:
@@ -267,14 +288,10 @@ def evaluate_fold(distances: np.ndarray | DistanceBlock, y: np.ndarray, train_po
     if len(test) == 0:
         raise io.WmdevalError("a fold has no test documents left to evaluate")
 
-    splits = {}
-    for name in ("knn", "wknn"):
-        fit, val = validation_split(len(train), settings[name]["validation_size"],
-                                    settings[name]["seed"])
-        splits[name] = (np.sort(fit), val)
+    splits = _validation_splits(len(train), settings)
     # One block for every query: validation documents of both splits and the test set,
     # against the whole training list; validation x fit is a column subset of it.
-    val_union = np.unique(np.concatenate([val for _, val in splits.values()]))
+    val_union = _validation_union(splits)
     rows = np.concatenate([train[val_union], test])
     dist = np.array(block(rows, train), dtype=np.float64)  # a copy: we write NaNs below
     # A query whose distances are all undefined is empty too, whatever the flags say.
@@ -353,10 +370,40 @@ def _wmd_block(doc_ids: np.ndarray, matrix_ids: np.ndarray, matrix: np.ndarray,
     return (lambda rows, cols: square[np.ix_(rows, cols)]), empty
 
 
-def _baseline_block(counts, method: Method, n_jobs: int) -> DistanceBlock:
-    # evaluate_fold passes the fold's training positions as cols: the TF-IDF IDF source.
-    return lambda rows, cols: baselines.baseline_distances(counts, method, cols, rows, cols,
-                                                           n_jobs=n_jobs)
+def baseline_block(counts, method: Method, folds: list[tuple[np.ndarray, np.ndarray]],
+                   settings: Mapping | None = None) -> DistanceBlock:
+    """Distance block of a baseline method for ``evaluate_fold`` over the given folds.
+
+    TF-IDF distances depend on the fold (IDF of its training documents), so each fold
+    computes its own block. BOW distances do not: when the folds' blocks overlap enough
+    (five-fold data: every document is a query of some folds and a training document of
+    the others), the distances from every query of any fold to every training document
+    of any fold are computed once, and each fold's block is sliced from them.
+    """
+    settings = resolve_settings(settings)
+    n_jobs = int(settings["n_jobs"])
+
+    def per_fold(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        # evaluate_fold passes the fold's training positions as cols: the TF-IDF IDF source.
+        return baselines.baseline_distances(counts, method, cols, rows, cols, n_jobs=n_jobs)
+
+    if method.weighting == "tfidf" or not folds:
+        return per_fold
+    queries = np.unique(np.concatenate([np.concatenate(fold) for fold in folds]))
+    training = np.unique(np.concatenate([train for train, _ in folds]))
+    per_fold_work = sum(len(train) * _n_queries(len(train), len(test), settings)
+                        for train, test in folds)
+    if len(queries) * len(training) >= per_fold_work:  # one-fold data, for instance
+        return per_fold
+    shared = baselines.baseline_distances(counts, method, training, queries, training,
+                                          n_jobs=n_jobs)
+    return lambda rows, cols: shared[np.ix_(np.searchsorted(queries, rows),
+                                            np.searchsorted(training, cols))]
+
+
+def _pca_dimension(slug: str) -> tuple[int, str]:
+    digits = slug.removeprefix("wmd-pca")
+    return (int(digits) if digits.isdigit() else 0, slug)
 
 
 def evaluate_dataset(documents: pa.Table, splits: pa.Table,
@@ -364,8 +411,8 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
                      settings: Mapping | None, dataset: str, variant: str) -> pa.Table:
     """SCORES rows for every method x classifier x fold of one dataset variant.
 
-    ``wmd_matrices`` maps a WMD method slug ("wmd", "wmd-tfidf") to (doc_ids, square
-    matrix); a WMD method without a matrix is skipped.
+    ``wmd_matrices`` maps a WMD method slug ("wmd", "wmd-tfidf", "wmd-pca5") to
+    (doc_ids, square matrix); a WMD method without a matrix is skipped.
     """
     settings = resolve_settings(settings)
     documents = documents.sort_by("doc_id")
@@ -380,8 +427,11 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
         log.warning("%s/%s: %d document(s) without words (doc_id %s)", dataset, variant,
                     int(no_words.sum()), _preview(doc_ids[no_words]))
 
+    # the 14 methods, then WMD on PCA embeddings ("wmd-pca5") for any such matrix given
+    extra_wmd = [method_by_slug(slug) for slug in sorted(wmd_matrices, key=_pca_dimension)
+                 if slug not in BY_SLUG]
     rows = []
-    for method in METHODS:
+    for method in (*METHODS, *extra_wmd):
         if method.is_wmd:
             if method.slug not in wmd_matrices:
                 log.info("%s/%s: no %s distances given, skipped", dataset, variant, method.name)
@@ -395,7 +445,8 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
                             int(extra.sum()), _preview(doc_ids[extra]))
             empty = no_words | matrix_empty
         else:
-            block, empty = _baseline_block(counts, method, int(settings["n_jobs"])), no_words
+            block = baseline_block(counts, method, folds, settings)
+            empty = no_words
         method_rows = [
             {"dataset": dataset, "variant": variant, "method": method.name, "fold": fold, **result}
             for fold, (train_pos, test_pos) in enumerate(folds)
@@ -446,5 +497,5 @@ def run_evaluate(documents_path: str | os.PathLike, splits_path: str | os.PathLi
 __all__ = [
     "DEFAULT_SETTINGS", "rank_neighbours", "knn_predict", "wknn_predict", "accuracy",
     "select_k", "select_gamma", "validation_split", "resolve_settings", "evaluate_fold",
-    "evaluate_dataset", "run_evaluate",
+    "baseline_block", "evaluate_dataset", "run_evaluate",
 ]

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
@@ -23,7 +24,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import baselines, methods, report, schemas, wmd
+from . import baselines, methods, report, schemas
 from .io import (
     WmdevalError,
     atomic_path,
@@ -34,6 +35,9 @@ from .io import (
     read_table,
 )
 
+if TYPE_CHECKING:  # POT (imported by wmd) takes a second to load: only Figure 4 needs it
+    from . import wmd
+
 # Fixed SVG ids (otherwise random per run) and text drawn as paths (no font dependency).
 _RC = {"svg.hashsalt": "wmdeval", "svg.fonttype": "path", "font.size": 9}
 _PNG_DPI = 150
@@ -41,16 +45,20 @@ _PNG_DPI = 150
 _BOW_COLOUR, _TFIDF_COLOUR, _WMD_COLOUR = "#4C72B0", "#DD8452", "#55A868"
 
 
-def save_figure(fig: Figure, out_png: str | os.PathLike) -> tuple[Path, Path]:
-    """Save ``fig`` as ``out_png`` and as the .svg next to it, atomically, reproducibly."""
+def save_figure(fig: Figure, out_png: str | os.PathLike,
+                svg: bool = True) -> tuple[Path, Path | None]:
+    """Save ``fig`` as ``out_png`` and (``svg``) as the .svg next to it, atomically,
+    reproducibly. The paper's figures come as both; the analyses' only as PNG (an SVG of
+    hundreds of lines costs as much as the analysis itself)."""
     out_png = Path(out_png)
-    out_svg = out_png.with_suffix(".svg")
+    out_svg = out_png.with_suffix(".svg") if svg else None
     FigureCanvasAgg(fig)
     with matplotlib.rc_context(_RC):
         with atomic_path(out_png) as tmp:
             fig.savefig(tmp, format="png", dpi=_PNG_DPI, metadata={"Software": None})
-        with atomic_path(out_svg) as tmp:
-            fig.savefig(tmp, format="svg", metadata={"Date": None, "Creator": None})
+        if out_svg is not None:
+            with atomic_path(out_svg) as tmp:
+                fig.savefig(tmp, format="svg", metadata={"Date": None, "Creator": None})
     return out_png, out_svg
 
 
@@ -214,6 +222,8 @@ class MatchedWords:
 
 def matched_words(inputs: wmd.WmdInputs, pairs: np.ndarray) -> MatchedWords:
     """Solve the exact transport of every (i, j) document pair (positions in ``inputs``)."""
+    from . import wmd
+
     costs, mass = [], []
     n_pairs = 0
     empty = inputs.empty
@@ -380,6 +390,8 @@ def _table_dim(embeddings: pa.Table) -> int:
 def _figure4_panel(dataset: str, row: str, embeddings: pa.Table, documents: pa.Table,
                    pairs: np.ndarray, max_documents: int | None, seed: int,
                    pair_source: str) -> Figure4Panel:
+    from . import wmd
+
     inputs = wmd.prepare(documents, embeddings, "bow")
     return Figure4Panel(dataset, row, inputs, sample_pairs(pairs, max_documents, seed),
                         len(pairs), pair_source)
