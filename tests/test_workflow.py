@@ -223,8 +223,10 @@ def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
     target = str(matrix.relative_to(finished_run))
     plan = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml",
                      "-n")
-    counts = dict(line.split()[:2] for line in (plan.stdout + plan.stderr).splitlines()
-                  if line.split()[:1] and line.split()[0] in ("wmd_shard", "wmd_gather"))
+    # the job-stats table: "<rule> <count>" lines (the Reasons section also names rules)
+    rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
+    counts = {row[0]: row[1] for row in rows
+              if len(row) == 2 and row[0] in ("wmd_shard", "wmd_gather") and row[1].isdigit()}
     # only the killed shard is solved again (3 of its siblings are kept), then gathered
     assert counts == {"wmd_shard": "1", "wmd_gather": "1"}, plan.stderr[-3000:]
     run = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml")
