@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import baselines, io
+from . import baselines, io, schemas
 from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, Method
 from .n2o import Corpus, read_corpus
@@ -47,29 +47,8 @@ _BLOCK_CELLS = 1 << 22
 TITLE = "WMD resembles BOW (L1/L1): correlations and nearest-neighbour agreement"
 
 
-def _field(name: str, type_: pa.DataType, description: str) -> pa.Field:
-    return pa.field(name, type_, nullable=False, metadata={"description": description})
-
-
-#: ``<dataset>/<variant>/analysis/wmd_vs_bow.parquet``: one row per WMD method.
-WMD_VS_BOW = pa.schema(
-    [
-        _field("dataset", pa.string(), "dataset name from the config"),
-        _field("variant", pa.string(), "'original' or 'clean'"),
-        _field("method_a", pa.string(), "the WMD method: 'WMD' or 'WMD-TF-IDF'"),
-        _field("method_b", pa.string(), "the baseline: 'BOW (L1/L1)' or 'TF-IDF (L1/L1)'"),
-        _field("pearson", pa.float64(), "Pearson's correlation over all pairs i < j "
-                                        "(TF-IDF: mean over folds); NaN if undefined"),
-        _field("spearman", pa.float64(), "Spearman's correlation over a seeded sample of "
-                                         "pairs (TF-IDF: mean over folds); NaN if undefined"),
-        _field("spearman_pairs", pa.int64(), "pairs behind spearman"),
-        _field("pairs", pa.int64(), "pairs i < j where both distances are defined"),
-        _field("nn_agreement", pa.float64(),
-               "mean over folds of the share of test documents with the same nearest "
-               "training document under both methods"),
-        _field("nn_agreement_per_fold", pa.list_(pa.float64()), "the share per fold"),
-    ]
-)
+# The table written here is documented with the others in schemas.py.
+WMD_VS_BOW = schemas.WMD_VS_BOW
 
 #: ``block(rows, cols)`` -> float64 distances [len(rows), len(cols)], NaN where undefined.
 DistanceBlock = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import io
+from . import io, schemas
 from .crossmatch import comparisons, defined_subset
 from .methods import METHODS
 from .n2o import Corpus, read_corpus
@@ -47,48 +47,8 @@ DEFAULT_M = 500
 MEASURE_LABELS = {"energy": "energy distance", "ahd": "average Hausdorff distance"}
 
 
-def _field(name: str, type_: pa.DataType, description: str) -> pa.Field:
-    return pa.field(name, type_, nullable=False, metadata={"description": description})
-
-
-#: ``<dataset>/<variant>/analysis/corpus_distances.parquet``: method x comparison.
-CORPUS_DISTANCES = pa.schema(
-    [
-        _field("dataset", pa.string(), "dataset name from the config"),
-        _field("variant", pa.string(), "'original' or 'clean'"),
-        _field("method", pa.string(), "paper name of the document distance"),
-        _field("comparison", pa.string(), "'<class a> vs <class b>' or 'train vs test fold <f>'"),
-        _field("n1", pa.int32(), "documents of the first group"),
-        _field("n2", pa.int32(), "documents of the second group"),
-        _field("mean_between", pa.float64(), "mean document distance between the groups"),
-        _field("energy", pa.float64(), "energy distance statistic (self-pairs included)"),
-        _field("energy_coefficient", pa.float64(),
-               "energy / (2 mean_between): scale-free, 0 = same distribution"),
-        _field("ahd", pa.float64(), "average Hausdorff distance"),
-        _field("ahd_relative", pa.float64(), "ahd / mean_between: scale-free"),
-    ]
-)
-
-#: ``<dataset>/<variant>/analysis/ksc.parquet``: one row per method x measure x
-#: repetition x corpus pair i < j.
-KSC = pa.schema(
-    [
-        _field("dataset", pa.string(), "dataset name from the config"),
-        _field("variant", pa.string(), "'original' or 'clean'"),
-        _field("class_a", pa.string(), "source A (corpus 0 is all A)"),
-        _field("class_b", pa.string(), "source B (corpus K is all B)"),
-        _field("corpus_size", pa.int32(), "documents per corpus"),
-        _field("method", pa.string(), "paper name of the document distance"),
-        _field("measure", pa.string(), "'energy' or 'ahd'"),
-        _field("repetition", pa.int32(), "0-based KSC draw"),
-        _field("i", pa.int32(), "first corpus: a share i/K of its documents is from B"),
-        _field("j", pa.int32(), "second corpus (j > i)"),
-        _field("separation", pa.int32(), "j - i"),
-        _field("distance", pa.float64(), "corpus distance between corpora i and j"),
-        _field("standardised", pa.float64(),
-               "distance z-scored over all rows of the method and measure (ddof = 1)"),
-    ]
-)
+# The table written here is documented with the others in schemas.py.
+CORPUS_DISTANCES, KSC = schemas.CORPUS_DISTANCES, schemas.KSC
 
 
 # --------------------------------------------------------------------------- measures

@@ -29,7 +29,7 @@ from scipy.optimize import Bounds, LinearConstraint, linear_sum_assignment, linp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
-from . import io
+from . import io, schemas
 from .methods import METHODS
 from .n2o import Corpus, read_corpus
 from .report import markdown_table
@@ -40,25 +40,8 @@ log = logging.getLogger("wmdeval.crossmatch")
 DEFAULT_M = 100
 
 
-def _field(name: str, type_: pa.DataType, description: str) -> pa.Field:
-    return pa.field(name, type_, nullable=False, metadata={"description": description})
-
-
-#: ``<dataset>/<variant>/analysis/crossmatch.parquet``: one row per method x comparison.
-CROSSMATCH = pa.schema(
-    [
-        _field("dataset", pa.string(), "dataset name from the config"),
-        _field("variant", pa.string(), "'original' or 'clean'"),
-        _field("method", pa.string(), "paper name of the document distance"),
-        _field("comparison", pa.string(),
-               "'<class a> vs <class b>' or 'train vs test fold <f>'"),
-        _field("n1", pa.int32(), "documents of the first group used"),
-        _field("n2", pa.int32(), "documents of the second group used"),
-        _field("a1", pa.int32(), "crossmatches: matched pairs with one document of each group"),
-        _field("expected_a1", pa.float64(), "mean of A1 under the null hypothesis"),
-        _field("p_value", pa.float64(), "exact one-sided P(A1 <= a1) under the null"),
-    ]
-)
+# The table written here is documented with the others in schemas.py.
+CROSSMATCH = schemas.CROSSMATCH
 
 
 # --------------------------------------------------------------------------- matching

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from . import baselines, io
+from . import baselines, io, schemas
 from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, METHODS, Method
 from .report import write_table_files
@@ -33,26 +33,8 @@ log = logging.getLogger("wmdeval.n2o")
 DEFAULT_KS = (5, 10, 19)
 
 
-def _field(name: str, type_: pa.DataType, description: str) -> pa.Field:
-    return pa.field(name, type_, nullable=False, metadata={"description": description})
-
-
-#: ``<dataset>/<variant>/analysis/n2o.parquet``: one row per unordered method pair
-#: (diagonal included) x k x fold.
-N2O = pa.schema(
-    [
-        _field("dataset", pa.string(), "dataset name from the config"),
-        _field("variant", pa.string(), "'original' or 'clean'"),
-        _field("method_a", pa.string(), "paper name of the first method (Table 2 order)"),
-        _field("method_b", pa.string(), "paper name of the second method (not before method_a)"),
-        _field("k", pa.int32(), "neighbours compared per query"),
-        _field("fold", pa.int16(), "0-based fold"),
-        _field("n2o", pa.float64(), "mean over queries of |kNN_a ∩ kNN_b| / k, in [0, 1]"),
-        _field("queries", pa.int32(), "queries averaged over"),
-        _field("empty_queries", pa.int32(),
-               "sampled queries skipped: undefined distances under some method"),
-    ]
-)
+# The table written here is documented with the others in schemas.py.
+N2O = schemas.N2O
 
 
 # --------------------------------------------------------------------------- distances

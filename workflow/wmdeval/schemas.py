@@ -96,6 +96,106 @@ SCORES = pa.schema(
     ]
 )
 
+# Written by n2o.py
+
+#: ``<dataset>/<variant>/analysis/n2o.parquet``: one row per unordered method pair
+#: (diagonal included) x k x fold.
+N2O = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("method_a", pa.string(), "paper name of the first method (Table 2 order)"),
+        _field("method_b", pa.string(), "paper name of the second method (not before method_a)"),
+        _field("k", pa.int32(), "neighbours compared per query"),
+        _field("fold", pa.int16(), "0-based fold"),
+        _field("n2o", pa.float64(), "mean over queries of |kNN_a ∩ kNN_b| / k, in [0, 1]"),
+        _field("queries", pa.int32(), "queries averaged over"),
+        _field("empty_queries", pa.int32(),
+               "sampled queries skipped: undefined distances under some method"),
+    ]
+)
+
+# Written by crossmatch.py
+
+#: ``<dataset>/<variant>/analysis/crossmatch.parquet``: one row per method x comparison.
+CROSSMATCH = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("method", pa.string(), "paper name of the document distance"),
+        _field("comparison", pa.string(),
+               "'<class a> vs <class b>' or 'train vs test fold <f>'"),
+        _field("n1", pa.int32(), "documents of the first group used"),
+        _field("n2", pa.int32(), "documents of the second group used"),
+        _field("a1", pa.int32(), "crossmatches: matched pairs with one document of each group"),
+        _field("expected_a1", pa.float64(), "mean of A1 under the null hypothesis"),
+        _field("p_value", pa.float64(), "exact one-sided P(A1 <= a1) under the null"),
+    ]
+)
+
+# Written by corpus_distance.py
+
+#: ``<dataset>/<variant>/analysis/corpus_distances.parquet``: method x comparison.
+CORPUS_DISTANCES = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("method", pa.string(), "paper name of the document distance"),
+        _field("comparison", pa.string(), "'<class a> vs <class b>' or 'train vs test fold <f>'"),
+        _field("n1", pa.int32(), "documents of the first group"),
+        _field("n2", pa.int32(), "documents of the second group"),
+        _field("mean_between", pa.float64(), "mean document distance between the groups"),
+        _field("energy", pa.float64(), "energy distance statistic (self-pairs included)"),
+        _field("energy_coefficient", pa.float64(),
+               "energy / (2 mean_between): scale-free, 0 = same distribution"),
+        _field("ahd", pa.float64(), "average Hausdorff distance"),
+        _field("ahd_relative", pa.float64(), "ahd / mean_between: scale-free"),
+    ]
+)
+
+#: ``<dataset>/<variant>/analysis/ksc.parquet``: one row per method x measure x
+#: repetition x corpus pair i < j.
+KSC = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("class_a", pa.string(), "source A (corpus 0 is all A)"),
+        _field("class_b", pa.string(), "source B (corpus K is all B)"),
+        _field("corpus_size", pa.int32(), "documents per corpus"),
+        _field("method", pa.string(), "paper name of the document distance"),
+        _field("measure", pa.string(), "'energy' or 'ahd'"),
+        _field("repetition", pa.int32(), "0-based KSC draw"),
+        _field("i", pa.int32(), "first corpus: a share i/K of its documents is from B"),
+        _field("j", pa.int32(), "second corpus (j > i)"),
+        _field("separation", pa.int32(), "j - i"),
+        _field("distance", pa.float64(), "corpus distance between corpora i and j"),
+        _field("standardised", pa.float64(),
+               "distance z-scored over all rows of the method and measure (ddof = 1)"),
+    ]
+)
+
+# Written by analysis.py
+
+#: ``<dataset>/<variant>/analysis/wmd_vs_bow.parquet``: one row per WMD method.
+WMD_VS_BOW = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("method_a", pa.string(), "the WMD method: 'WMD' or 'WMD-TF-IDF'"),
+        _field("method_b", pa.string(), "the baseline: 'BOW (L1/L1)' or 'TF-IDF (L1/L1)'"),
+        _field("pearson", pa.float64(), "Pearson's correlation over all pairs i < j "
+                                        "(TF-IDF: mean over folds); NaN if undefined"),
+        _field("spearman", pa.float64(), "Spearman's correlation over a seeded sample of "
+                                         "pairs (TF-IDF: mean over folds); NaN if undefined"),
+        _field("spearman_pairs", pa.int64(), "pairs behind spearman"),
+        _field("pairs", pa.int64(), "pairs i < j where both distances are defined"),
+        _field("nn_agreement", pa.float64(),
+               "mean over folds of the share of test documents with the same nearest "
+               "training document under both methods"),
+        _field("nn_agreement_per_fold", pa.list_(pa.float64()), "the share per fold"),
+    ]
+)
+
 ALL = {
     "documents": DOCUMENTS,
     "splits": SPLITS,
@@ -104,6 +204,11 @@ ALL = {
     "wmd_shard": WMD_SHARD,
     "distances": DISTANCES,
     "scores": SCORES,
+    "n2o": N2O,
+    "crossmatch": CROSSMATCH,
+    "corpus_distances": CORPUS_DISTANCES,
+    "ksc": KSC,
+    "wmd_vs_bow": WMD_VS_BOW,
 }
 
 
