@@ -23,7 +23,6 @@ VARIANTS = config["variants"]
 wildcard_constraints:
     dataset="|".join(map(re.escape, config["datasets"])),
     variant="original|clean",
-    embedding="[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
 scattergather:
