@@ -14,10 +14,7 @@ rule wmd_vs_bow:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:
         wmd=wmd_argument,
@@ -66,10 +63,7 @@ rule n2o:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:
         wmd=wmd_argument,
@@ -126,10 +120,7 @@ rule crossmatch:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=120,
     params:
         wmd=wmd_argument,
@@ -179,10 +170,7 @@ rule corpus_distances:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:
         wmd=wmd_argument,
@@ -237,10 +225,7 @@ rule ksc:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:
         wmd=wmd_argument,

@@ -19,9 +19,14 @@ DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
 
 
+def names_regex(names):
+    """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
 # Wildcards are names from the config, never paths.
 wildcard_constraints:
-    dataset="|".join(map(re.escape, config["datasets"])),
+    dataset=names_regex(config["datasets"]),
     variant="original|clean",
 
 
@@ -88,11 +93,6 @@ def downloads():
                 "sha256": spec["sha256"],
             }
     return found
-
-
-def names_regex(names):
-    """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
-    return "|".join(map(re.escape, names)) or "(?!)"
 
 
 def embedding_format(name):
@@ -188,6 +188,11 @@ def analysis_outputs():
     if ANALYSES["ksc"]["enabled"]:
         outputs.append("results/tables/ksc.csv")
     return outputs
+
+
+def matrix_job_mem_mb(wildcards, input, attempt):
+    """Jobs that hold a variant's distance matrices plus a float64 working block."""
+    return (gather_mem_mb(input.documents) + 2000) * attempt
 
 
 def logged(path):

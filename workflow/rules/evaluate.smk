@@ -22,10 +22,7 @@ rule evaluate:
     threads: 1
     resources:
         # the WMD matrices (float32 n x n each) plus a float64 working block
-        mem_mb=lambda wildcards, input, attempt: (
-            gather_mem_mb(input.documents) + 2000
-        )
-        * attempt,
+        mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:
         settings=spec_json(config["evaluation"]),

@@ -20,8 +20,6 @@ classes A and B in proportions i/K, whose distances should grow with the separat
 
 from __future__ import annotations
 
-import csv
-import io as stdio
 import itertools
 import logging
 import math
@@ -141,19 +139,6 @@ def _method_order(names: Sequence[str]) -> list[str]:
     return known + sorted(set(names) - set(known))
 
 
-def _write_text(path: str | os.PathLike, text: str) -> None:
-    with io.atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def _write_csv(path: str | os.PathLike, table: pa.Table) -> None:
-    buffer = stdio.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(table.column_names)
-    writer.writerows([row[n] for n in table.column_names] for row in table.to_pylist())
-    _write_text(path, buffer.getvalue())
-
-
 def corpus_distance_markdown(table: pa.Table) -> str:
     """Compact tables: scale-free energy coefficient / relative AHD per method, between
     classes and (mean over folds) between train and test."""
@@ -204,8 +189,8 @@ def run_corpus_distance_table(paths: Sequence[str | os.PathLike], csv_path: str 
     """All corpus-distance rows as CSV and compact Markdown tables."""
     tables = [io.read_table(p, CORPUS_DISTANCES).cast(CORPUS_DISTANCES) for p in paths]
     table = pa.concat_tables(tables) if tables else CORPUS_DISTANCES.empty_table()
-    _write_csv(csv_path, table)
-    _write_text(md_path, corpus_distance_markdown(table))
+    io.write_csv(csv_path, table)
+    io.write_text(md_path, corpus_distance_markdown(table))
 
 
 # --------------------------------------------------------------------------- KSC
@@ -452,7 +437,7 @@ def run_ksc_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLik
     table = pa.concat_tables(tables) if tables else KSC.empty_table()
     summary = ksc_summary(table)
     columns = ["dataset", "variant", "method", "measure", "spearman_rho", "order_accuracy"]
-    _write_csv(csv_path, pa.table({c: [s[c] for s in summary] for c in columns}))
+    io.write_csv(csv_path, pa.table({c: [s[c] for s in summary] for c in columns}))
 
     groups = list(dict.fromkeys((s["dataset"], s["variant"]) for s in summary))
     cell = {(s["method"], s["dataset"], s["variant"], s["measure"]):
@@ -462,7 +447,7 @@ def run_ksc_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLik
                            for d, v in groups for m in MEASURES]
     body = [[method] + [cell.get((method, d, v, m), "") for d, v in groups for m in MEASURES]
             for method in methods]
-    _write_text(md_path, (
+    io.write_text(md_path, (
         "# Known-similarity corpora: do corpus distances grow with separation?\n\n"
         f"{markdown_table(body, header)}\n\n"
         "Cells: Spearman's ρ between the separation |i - j| of two corpora and their "

@@ -13,8 +13,6 @@ crossmatches, the better the distance separates them) and train vs test of each 
 
 from __future__ import annotations
 
-import csv
-import io as stdio
 import itertools
 import logging
 import math
@@ -522,14 +520,8 @@ def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.
     """All crossmatch rows as CSV (long format) and compact Markdown tables."""
     tables = [io.read_table(p, CROSSMATCH).cast(CROSSMATCH) for p in paths]
     table = pa.concat_tables(tables) if tables else CROSSMATCH.empty_table()
-    buffer = stdio.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CROSSMATCH.names)
-    writer.writerows([r[n] for n in CROSSMATCH.names] for r in table.to_pylist())
-    with io.atomic_path(csv_path) as tmp:
-        tmp.write_text(buffer.getvalue(), encoding="utf-8")
-    with io.atomic_path(md_path) as tmp:
-        tmp.write_text(crossmatch_markdown(table), encoding="utf-8")
+    io.write_csv(csv_path, table)
+    io.write_text(md_path, crossmatch_markdown(table))
 
 
 __all__ = [

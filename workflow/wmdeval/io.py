@@ -7,6 +7,8 @@ partial file under its final name (Snakemake would otherwise take it as done).
 from __future__ import annotations
 
 import contextlib
+import csv
+import io as stdio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +89,21 @@ def read_distances(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     if values.size != n * n:
         raise WmdevalError(f"{path}: distances column is not a square {n} x {n} matrix")
     return doc_ids, values.reshape(n, n)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write a text file (a table as Markdown, a report) atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_csv(path: str | os.PathLike, table: pa.Table) -> None:
+    """Write an Arrow table as CSV (header row first) atomically."""
+    buffer = stdio.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.column_names)
+    writer.writerows([row[n] for n in table.column_names] for row in table.to_pylist())
+    write_text(path, buffer.getvalue())
 
 
 def read_documents(path: str | os.PathLike) -> pa.Table:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from . import methods as methods_module
 from . import schemas
-from .io import WmdevalError, atomic_path, read_table, write_table
+from .io import WmdevalError, read_table, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
 #: lost in the CSV, so one plain-text marker serves both).
@@ -226,9 +226,8 @@ def write_table_files(rows: Sequence[Sequence[str]], header: Sequence[str],
     writer.writerow(header)
     writer.writerows(rows)
     markdown = f"# {title}\n\n{markdown_table(rows, header)}\n\n{note}\n"
-    for path, text in ((csv_path, buffer.getvalue()), (md_path, markdown)):
-        with atomic_path(path) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+    write_text(csv_path, buffer.getvalue())
+    write_text(md_path, markdown)
 
 
 @dataclass(frozen=True)

@@ -519,10 +519,9 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
             raise io.WmdevalError(
                 f"pair ({min(r, c)}, {max(r, c)}) is missing from the shards "
                 "(and another is duplicated)")
-    empty = np.array([np.isnan(row).all() for row in matrix], dtype=bool)
-    if k:
-        # a test document is empty when it has no distance to any training document
-        empty = np.array([np.isnan(row[~unsolved]).all() for row in matrix], dtype=bool)
+    # empty: no distance at all; with unsolved pairs, none to any solved partner
+    solved = ~unsolved if k else slice(None)
+    empty = np.array([np.isnan(row[solved]).all() for row in matrix], dtype=bool)
     np.fill_diagonal(matrix, np.where(empty, np.nan, 0.0))
     return matrix
 
