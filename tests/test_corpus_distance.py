@@ -176,12 +176,12 @@ def test_corpus_distance_rows_on_a_dataset(tmp_path):
     assert "## Between classes" in md_path.read_text()
 
 
-def test_run_ksc_writes_table_and_figure(tmp_path):
+def test_run_ksc_writes_table_and_the_report_draws_figures(tmp_path):
     documents, splits, matrices = synthetic_dataset(per_class=20)
     docs, _, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out, png = tmp_path / "ksc.parquet", tmp_path / "ksc.png"
     table = cd.run_ksc(docs, wmd_paths, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
-                       out_parquet=out, out_png=png, classes=("apple", "cherry"))
+                       out_parquet=out, classes=("apple", "cherry"))
     assert table.num_rows == len(METHODS) * 2 * 2 * (5 * 4 // 2)
     rows = table.to_pylist()
     assert {r["class_a"] for r in rows} == {"apple"} and {r["corpus_size"] for r in rows} == {8}
@@ -190,16 +190,27 @@ def test_run_ksc_writes_table_and_figure(tmp_path):
             z = [r["standardised"] for r in rows if (r["method"], r["measure"]) == (method,
                                                                                   measure)]
             assert np.mean(z) == pytest.approx(0.0, abs=1e-9)
-    first = png.read_bytes()
-    cd.run_ksc(docs, wmd_paths, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
-               out_parquet=out, out_png=png, classes=("apple", "cherry"))
-    assert png.read_bytes() == first and not png.with_suffix(".svg").exists()
+    assert cd.ksc_title(table).startswith(
+        "Known-similarity corpora, toy (original): corpus i has a share i/K of 'cherry', "
+        "the rest 'apple'\nK = 4, 2 draws, 8 documents per corpus")
     summary = {(s["method"], s["measure"]): s for s in cd.ksc_summary(table)}
     assert summary["WMD", "energy"]["spearman_rho"] > 0.8  # far classes: clear trend
+
     csv_path, md_path = tmp_path / "ksc.csv", tmp_path / "ksc.md"
-    cd.run_ksc_table([out], csv_path, md_path)
+    cd.run_ksc_report([out], [png], csv_path, md_path)
     assert len(csv_path.read_text().splitlines()) == 1 + len(METHODS) * 2
     assert "toy (original) energy" in md_path.read_text()
+    first = png.read_bytes()
+    assert first.startswith(b"\x89PNG")
+    cd.run_ksc_report([out], [png], csv_path, md_path)
+    assert png.read_bytes() == first and not png.with_suffix(".svg").exists()
+
+
+def test_ksc_report_needs_one_figure_per_table(tmp_path):
+    with pytest.raises(io.WmdevalError, match="2 KSC table.*1 figure path"):
+        cd.run_ksc_report([tmp_path / "a.parquet", tmp_path / "b.parquet"],
+                          [tmp_path / "a.png"], tmp_path / "k.csv", tmp_path / "k.md")
+    assert not list(tmp_path.iterdir())
 
 
 def test_ksc_default_classes_and_capped_size():

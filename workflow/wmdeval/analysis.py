@@ -32,6 +32,7 @@ from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, Method
 from .n2o import Corpus, read_corpus
 from .report import VARIANT_ORDER, write_table_files
+from .stats import spearman_rho
 
 log = logging.getLogger("wmdeval.analysis")
 
@@ -101,15 +102,6 @@ class Correlations:
     pairs: int
 
 
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's correlation (ties get average ranks); NaN if a side is constant."""
-    from scipy.stats import spearmanr
-
-    if len(a) < 2 or np.all(a == a[0]) or np.all(b == b[0]):
-        return math.nan
-    return float(spearmanr(a, b).statistic)
-
-
 def pairs_before_row(row: int | np.ndarray, n: int) -> int | np.ndarray:
     """Number of pairs i < j with i < ``row``: the row-major index of pair (row, row + 1)."""
     return row * n - row * (row + 1) // 2
@@ -172,7 +164,7 @@ def pair_correlations(distances_a: np.ndarray, distances_b: np.ndarray | Distanc
         sampled_b.append(b[picked])
     sampled_a = np.concatenate(sampled_a) if sampled_a else np.zeros(0)
     sampled_b = np.concatenate(sampled_b) if sampled_b else np.zeros(0)
-    return Correlations(pearson=moments.pearson(), spearman=spearman(sampled_a, sampled_b),
+    return Correlations(pearson=moments.pearson(), spearman=spearman_rho(sampled_a, sampled_b),
                         spearman_pairs=len(sampled_a), pairs=moments.n)
 
 
@@ -359,7 +351,7 @@ def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.Pa
 
 
 __all__ = [
-    "COMPARED_WITH", "WMD_VS_BOW", "Correlations", "pair_correlations", "spearman",
+    "COMPARED_WITH", "WMD_VS_BOW", "Correlations", "pair_correlations",
     "sample_pair_indices", "pairs_before_row", "nearest_neighbours", "neighbour_agreement",
     "fold_agreement", "comparison_row", "analysis_table", "run_analysis",
     "run_analysis_table",

@@ -363,27 +363,28 @@ def _(p):
 def _ksc(a):
     from .corpus_distance import run_ksc
 
-    run_ksc(a.documents, a.wmd, a.dataset, a.variant, a.K, a.R, a.corpus_size, a.seed, a.out,
-            a.png)
+    run_ksc(a.documents, a.wmd, a.dataset, a.variant, a.K, a.R, a.corpus_size, a.seed, a.out)
 
 
 @command("ksc", "known-similarity corpora experiment")(_ksc)
 def _(p):
-    _analysis_arguments(p, "--png")
+    _analysis_arguments(p)
     p.add_argument("--K", type=int, default=10)
     p.add_argument("--R", type=int, default=5)
     p.add_argument("--corpus-size", type=int, default=50)
 
 
-def _ksc_table(a):
-    from .corpus_distance import run_ksc_table
+def _ksc_report(a):
+    from .corpus_distance import run_ksc_report
 
-    run_ksc_table(a.inputs, a.csv, a.md)
+    run_ksc_report(a.inputs, a.figures, a.csv, a.md)
 
 
-@command("ksc-table", "how monotone each method's KSC trajectory is")(_ksc_table)
+@command("ksc-report", "KSC trajectory figures and how monotone each method's is")(_ksc_report)
 def _(p):
     _table_arguments(p)
+    p.add_argument("--figures", nargs="+", required=True,
+                   help="one PNG per KSC table, in the order of --inputs")
 
 
 def _collect(a):

@@ -34,6 +34,7 @@ from .crossmatch import comparisons, defined_subset
 from .methods import METHODS
 from .n2o import Corpus, read_corpus
 from .report import markdown_table
+from .stats import spearman_rho
 
 log = logging.getLogger("wmdeval.corpus_distance")
 
@@ -252,12 +253,9 @@ def monotonicity(separation: np.ndarray, distance: np.ndarray) -> dict[str, floa
     the larger distance (ties count 1/2), the empirical P(d(ℓ2) > d(ℓ1)) for ℓ2 > ℓ1 of
     the KSC framework (0.5: no relation, 1: perfectly monotone).
     """
-    from scipy.stats import spearmanr
-
     separation = np.asarray(separation, dtype=np.float64)
     distance = np.asarray(distance, dtype=np.float64)
-    rho = (float(spearmanr(separation, distance).statistic)
-           if len(np.unique(separation)) > 1 and len(np.unique(distance)) > 1 else math.nan)
+    rho = spearman_rho(separation, distance)
     further = separation[:, None] > separation[None, :]
     larger = np.sign(distance[:, None] - distance[None, :])
     pairs = int(further.sum())
@@ -411,30 +409,50 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
 
 def run_ksc(documents_path: str | os.PathLike, wmd_paths: Mapping[str, str | os.PathLike],
             dataset: str, variant: str, K: int, R: int, corpus_size: int, seed: int,
-            out_parquet: str | os.PathLike, out_png: str | os.PathLike,
+            out_parquet: str | os.PathLike,
             classes: tuple[str, str] | None = None) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
-    largest): K + 1 corpora of ``corpus_size`` documents, R draws; writes the KSC
-    table and the trajectory figure (PNG and SVG)."""
+    largest): K + 1 corpora of ``corpus_size`` documents, R draws; writes the KSC table.
+    (The figures are drawn by :func:`run_ksc_report`, all in one job: matplotlib's
+    start-up and a figure cost this small job three times its own work.)"""
     corpus = read_corpus(documents_path, None, wmd_paths)
     rows = ksc_rows(corpus, dataset, variant, K, R, corpus_size, seed, classes)
     table = pa.table({n: [r[n] for r in rows] for n in KSC.names}).cast(KSC)
     io.write_table(table, out_parquet, KSC)
-    first = rows[0]
-    ksc_figure(table, out_png,
-               f"Known-similarity corpora, {dataset} ({variant}): corpus i has a share i/K "
-               f"of '{first['class_b']}', the rest '{first['class_a']}'\nK = {K}, {R} draws, "
-               f"{first['corpus_size']} documents per corpus; z-scored per method and measure; "
-               "ρ: Spearman, separation vs distance")
     return table
 
 
-def run_ksc_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                  md_path: str | os.PathLike) -> None:
+def ksc_title(table: pa.Table) -> str:
+    """The figure title of one dataset variant's KSC table; K and R are read back from
+    the corpus indices and draws it holds."""
+    if table.num_rows == 0:
+        return "Known-similarity corpora: no results"
+    first = table.slice(0, 1).to_pylist()[0]
+    K = max(table.column("j").to_pylist())
+    R = max(table.column("repetition").to_pylist()) + 1
+    return (f"Known-similarity corpora, {first['dataset']} ({first['variant']}): corpus i has "
+            f"a share i/K of '{first['class_b']}', the rest '{first['class_a']}'\nK = {K}, "
+            f"{R} draws, {first['corpus_size']} documents per corpus; z-scored per method and "
+            "measure; ρ: Spearman, separation vs distance")
+
+
+def run_ksc_report(paths: Sequence[str | os.PathLike], figure_paths: Sequence[str | os.PathLike],
+                   csv_path: str | os.PathLike, md_path: str | os.PathLike) -> None:
+    """One trajectory figure per KSC table (``figure_paths[i]`` for ``paths[i]``) and the
+    monotonicity table of them all."""
+    if len(figure_paths) != len(paths):
+        raise io.WmdevalError(f"ksc-report: {len(paths)} KSC table(s) but "
+                              f"{len(figure_paths)} figure path(s); expected one per table")
+    tables = [io.read_table(p, KSC).cast(KSC) for p in paths]
+    for table, figure_path in zip(tables, figure_paths, strict=True):
+        ksc_figure(table, figure_path, ksc_title(table))
+    write_ksc_table(pa.concat_tables(tables) if tables else KSC.empty_table(), csv_path, md_path)
+
+
+def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
+                    md_path: str | os.PathLike) -> None:
     """Monotonicity of every method's KSC trajectories (Spearman's ρ and the order
     accuracy), as CSV (long) and Markdown (methods x dataset variants)."""
-    tables = [io.read_table(p, KSC).cast(KSC) for p in paths]
-    table = pa.concat_tables(tables) if tables else KSC.empty_table()
     summary = ksc_summary(table)
     columns = ["dataset", "variant", "method", "measure", "spearman_rho", "order_accuracy"]
     io.write_csv(csv_path, pa.table({c: [s[c] for s in summary] for c in columns}))
@@ -464,5 +482,5 @@ __all__ = [
     "energy_distance", "average_hausdorff", "group_distances",
     "corpus_distance_rows", "run_corpus_distances", "run_corpus_distance_table",
     "share_from_b", "double_lottery", "ksc_pair_distances", "standardise", "monotonicity",
-    "ksc_rows", "ksc_summary", "run_ksc", "run_ksc_table",
+    "ksc_rows", "ksc_summary", "run_ksc", "ksc_title", "run_ksc_report", "write_ksc_table",
 ]

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, linear_sum_assignment, linprog, milp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
@@ -129,6 +128,10 @@ def _assignment_bound(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     graph (Bellman-Ford, vectorised); y = (u + v) / 2 then satisfies y_i + y_j <= d_ij
     (d is symmetric) with Σ y = half the assignment's cost, the LP optimum.
     """
+    # scipy.optimize is imported where it is used: the corpus-distance jobs import this
+    # module for its group sampling only, and the import costs them 0.3 s.
+    from scipy.optimize import linear_sum_assignment
+
     n = len(dist)
     cost = dist.copy()
     np.fill_diagonal(cost, 4.0 * n * (float(np.abs(dist).max()) + 1.0))  # no fixed points
@@ -185,6 +188,8 @@ def _violated_odd_sets(edges: _Edges, x: np.ndarray) -> list[np.ndarray]:
 def _solve_lp(edges: _Edges, crossing: np.ndarray) -> np.ndarray | str | None:
     """x of the matching LP on ``edges`` with the odd-set cuts of ``crossing``;
     "infeasible" (no perfect matching on these edges), or None if HiGHS fails."""
+    from scipy.optimize import linprog
+
     cuts = {"A_ub": -crossing, "b_ub": -np.ones(len(crossing))} if len(crossing) else {}
     result = linprog(edges.d, A_eq=edges.incidence(), b_eq=np.ones(edges.n), bounds=(0, None),
                      method="highs", **cuts)
@@ -195,6 +200,8 @@ def _solve_lp(edges: _Edges, crossing: np.ndarray) -> np.ndarray | str | None:
 
 def _solve_integer_program(edges: _Edges, crossing: np.ndarray) -> np.ndarray | None:
     """x of the matching integer program on ``edges`` (zero gap), None if infeasible."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     constraints = [LinearConstraint(edges.incidence(), 1, 1)]
     if len(crossing):
         constraints.append(LinearConstraint(crossing, 1, np.inf))
