@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from test_n2o import empty_document, synthetic_dataset, write_dataset
 
+from wmdeval import analyses, io, n2o
 from wmdeval import corpus_distance as cd
-from wmdeval import io, n2o
 from wmdeval.methods import METHODS
 
 
@@ -162,7 +162,9 @@ def test_corpus_distance_rows_on_a_dataset(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "corpus.parquet"
-    table = cd.run_corpus_distances(docs, spl, wmd_paths, "toy", "original", out, m=50)
+    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
+                                  {"corpus_distances": {"m": 50}}, {"corpus_distances": out},
+                                  seed=0)["corpus_distances"]
     assert table.num_rows == len(METHODS) * (3 + 2)
     rows = table.to_pylist()
     wmd_classes = [r for r in rows if r["method"] == "WMD" and "train" not in r["comparison"]]
@@ -178,10 +180,11 @@ def test_corpus_distance_rows_on_a_dataset(tmp_path):
 
 def test_run_ksc_writes_table_and_the_report_draws_figures(tmp_path):
     documents, splits, matrices = synthetic_dataset(per_class=20)
-    docs, _, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
+    corpus = n2o.prepare_corpus(documents, None, matrices)
     out, png = tmp_path / "ksc.parquet", tmp_path / "ksc.png"
-    table = cd.run_ksc(docs, wmd_paths, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
-                       out_parquet=out, classes=("apple", "cherry"))
+    table = cd.ksc_results(corpus, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
+                           classes=("apple", "cherry"))
+    io.write_table(table, out, cd.KSC)
     assert table.num_rows == len(METHODS) * 2 * 2 * (5 * 4 // 2)
     rows = table.to_pylist()
     assert {r["class_a"] for r in rows} == {"apple"} and {r["corpus_size"] for r in rows} == {8}

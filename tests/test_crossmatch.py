@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
 
-from wmdeval import crossmatch, n2o
+from wmdeval import analyses, crossmatch, io, n2o, schemas
 from wmdeval.methods import METHODS
 
 # --------------------------------------------------------------------------- matching
@@ -200,8 +200,10 @@ def test_class_separability_on_a_dataset(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "crossmatch.parquet"
-    table = crossmatch.run_crossmatch(docs, spl, wmd_paths, "toy", "original", m=12, seed=0,
-                                      out_path=out)
+    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
+                                  {"crossmatch": {"m": 12}}, {"crossmatch": out},
+                                  seed=0)["crossmatch"]
+    assert io.read_table(out, schemas.CROSSMATCH).equals(table)
     assert table.num_rows == len(METHODS) * (3 + 2)
     rows = table.to_pylist()
     for row in rows:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from wmdeval import baselines, io, n2o
+from wmdeval import analyses, baselines, io, n2o
 from wmdeval.evaluate import rank_neighbours
 from wmdeval.ingest import documents_table, random_splits
 from wmdeval.methods import BY_SLUG, METHODS
@@ -196,12 +196,13 @@ def test_rank_robustness_of_identical_rankings_is_one():
     assert rows[0]["pairs"] == 10
 
 
-def test_run_n2o_and_report_write_files_deterministically(tmp_path):
+def test_n2o_table_and_report_write_files_deterministically(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "n2o.parquet"
-    table = n2o.run_n2o(docs, spl, wmd_paths, "toy", "original", ks=[2, 4, 6], queries=5,
-                        seed=1, out_path=out)
+    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
+                                  {"n2o": {"ks": [2, 4, 6], "queries": 5}}, {"n2o": out},
+                                  seed=1)["n2o"]
     assert io.read_table(out, n2o.N2O).num_rows == table.num_rows == 105 * 3 * 2
     assert set(table.column("queries").to_pylist()) <= {4, 5}
     png = tmp_path / "fig" / "n2o.png"

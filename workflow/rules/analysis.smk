@@ -50,31 +50,32 @@ rule wmd_vs_bow_table:
         " 2> {log}"
 
 
-rule n2o:
+# N2O, crossmatch, corpus distances and KSC of one dataset variant in one job: they
+# share its documents and matrices, read once (wmdeval/analyses.py says why).
+rule analyses:
     input:
         unpack(analysis_inputs),
     output:
-        "results/{dataset}/{variant}/analysis/n2o.parquet",
+        **analysis_parquets(),
     log:
-        logged("{dataset}/{variant}/analysis/n2o"),
+        logged("{dataset}/{variant}/analysis/analyses"),
     benchmark:
-        benchmarked("{dataset}/{variant}/analysis/n2o")
+        benchmarked("{dataset}/{variant}/analysis/analyses")
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
         mem_mb=matrix_job_mem_mb,
-        runtime=60,
+        runtime=240,
     params:
         wmd=wmd_argument,
-        ks=" ".join(map(str, ANALYSES["n2o"]["ks"])),
-        queries=json.dumps(ANALYSES["n2o"]["queries"]),
+        settings=analysis_settings(),
+        outputs=analysis_output_arguments,
         seed=config["report"]["seed"],
     shell:
-        "wmdeval n2o --documents {input.documents} --splits {input.splits}"
+        "wmdeval analyses --documents {input.documents} --splits {input.splits}"
         " --wmd {params.wmd:q} --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --ks {params.ks} --queries {params.queries} --seed {params.seed} --out {output}"
-        " 2> {log}"
+        " --settings {params.settings:q} {params.outputs} --seed {params.seed} 2> {log}"
 
 
 rule n2o_report:
@@ -107,31 +108,6 @@ rule n2o_report:
         " --md {output.md} 2> {log}"
 
 
-rule crossmatch:
-    input:
-        unpack(analysis_inputs),
-    output:
-        "results/{dataset}/{variant}/analysis/crossmatch.parquet",
-    log:
-        logged("{dataset}/{variant}/analysis/crossmatch"),
-    benchmark:
-        benchmarked("{dataset}/{variant}/analysis/crossmatch")
-    conda:
-        "../../envs/wmdeval.yaml"
-    threads: 1
-    resources:
-        mem_mb=matrix_job_mem_mb,
-        runtime=120,
-    params:
-        wmd=wmd_argument,
-        m=ANALYSES["crossmatch"]["m"],
-        seed=config["report"]["seed"],
-    shell:
-        "wmdeval crossmatch --documents {input.documents} --splits {input.splits}"
-        " --wmd {params.wmd:q} --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --m {params.m} --seed {params.seed} --out {output} 2> {log}"
-
-
 rule crossmatch_table:
     input:
         per_variant("results/{dataset}/{variant}/analysis/crossmatch.parquet"),
@@ -155,31 +131,6 @@ rule crossmatch_table:
     shell:
         "wmdeval crossmatch-table --inputs {input} --csv {output.csv} --md {output.md}"
         " 2> {log}"
-
-
-rule corpus_distances:
-    input:
-        unpack(analysis_inputs),
-    output:
-        "results/{dataset}/{variant}/analysis/corpus_distances.parquet",
-    log:
-        logged("{dataset}/{variant}/analysis/corpus_distances"),
-    benchmark:
-        benchmarked("{dataset}/{variant}/analysis/corpus_distances")
-    conda:
-        "../../envs/wmdeval.yaml"
-    threads: 1
-    resources:
-        mem_mb=matrix_job_mem_mb,
-        runtime=60,
-    params:
-        wmd=wmd_argument,
-        m=ANALYSES["corpus_distances"]["m"],
-        seed=config["report"]["seed"],
-    shell:
-        "wmdeval corpus-distances --documents {input.documents} --splits {input.splits}"
-        " --wmd {params.wmd:q} --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --m {params.m} --seed {params.seed} --out {output} 2> {log}"
 
 
 rule corpus_distance_table:
@@ -207,36 +158,7 @@ rule corpus_distance_table:
         " 2> {log}"
 
 
-rule ksc:
-    input:
-        unpack(analysis_inputs),
-    output:
-        "results/{dataset}/{variant}/analysis/ksc.parquet",
-    log:
-        logged("{dataset}/{variant}/analysis/ksc"),
-    benchmark:
-        benchmarked("{dataset}/{variant}/analysis/ksc")
-    conda:
-        "../../envs/wmdeval.yaml"
-    threads: 1
-    resources:
-        mem_mb=matrix_job_mem_mb,
-        runtime=60,
-    params:
-        wmd=wmd_argument,
-        K=ANALYSES["ksc"]["K"],
-        R=ANALYSES["ksc"]["R"],
-        size=ANALYSES["ksc"]["corpus_size"],
-        seed=config["report"]["seed"],
-    shell:
-        "wmdeval ksc --documents {input.documents} --splits {input.splits}"
-        " --wmd {params.wmd:q} --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --K {params.K} --R {params.R} --corpus-size {params.size} --seed {params.seed}"
-        " --out {output} 2> {log}"
-
-
-# One job draws every KSC figure: matplotlib's start-up would cost each per-variant job
-# more than its own work.
+# One job draws every KSC figure: matplotlib's start-up costs more than a figure.
 rule ksc_report:
     input:
         per_variant("results/{dataset}/{variant}/analysis/ksc.parquet"),

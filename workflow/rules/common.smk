@@ -171,6 +171,37 @@ def wmd_argument(wildcards, input):
     return spec_json({WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf})
 
 
+#: The per-variant analyses switched on, in the order the report lists them.
+ENABLED_ANALYSES = [
+    name
+    for name in ("n2o", "crossmatch", "corpus_distances", "ksc")
+    if ANALYSES[name]["enabled"]
+]
+
+
+def analysis_parquets():
+    """One dataset variant's analysis tables: {analysis name: Parquet path}."""
+    return {
+        name: f"results/{{dataset}}/{{variant}}/analysis/{name}.parquet"
+        for name in ENABLED_ANALYSES
+    }
+
+
+def analysis_settings():
+    """The enabled analyses' settings (their config keys but ``enabled``) as JSON."""
+    return spec_json(
+        {
+            name: {k: v for k, v in ANALYSES[name].items() if k != "enabled"}
+            for name in ENABLED_ANALYSES
+        }
+    )
+
+
+def analysis_output_arguments(wildcards, output):
+    """``--out NAME=PATH`` for each table of the analyses job."""
+    return " ".join(f"--out {name}={path}" for name, path in output.items())
+
+
 def per_variant(pattern):
     """``pattern`` for every dataset and variant of the run."""
     return expand(pattern, dataset=DATASETS, variant=VARIANTS)

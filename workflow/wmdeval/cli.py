@@ -250,7 +250,7 @@ def _(p):
 
 
 def _wmd_vs_bow(a):
-    from .analysis import run_analysis
+    from .wmd_vs_bow import run_analysis
 
     run_analysis(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out,
                  max_pairs=a.max_pairs, seed=a.seed)
@@ -264,7 +264,7 @@ def _(p):
 
 
 def _wmd_vs_bow_table(a):
-    from .analysis import run_analysis_table
+    from .wmd_vs_bow import run_analysis_table
 
     run_analysis_table(a.inputs, a.csv, a.md)
 
@@ -288,17 +288,31 @@ def _table_arguments(p) -> None:
     p.add_argument("--md", required=True)
 
 
-def _n2o(a):
-    from .n2o import run_n2o
+def _name_and_path(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got '{text}'")
+    return name, path
 
-    run_n2o(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.ks, a.queries, a.seed, a.out)
+
+def _analyses(a):
+    from .analyses import run_analyses
+
+    run_analyses(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.settings, dict(a.out),
+                 a.seed)
 
 
-@command("n2o", "nearest-neighbour overlap between every two methods")(_n2o)
+@command("analyses", "N2O, crossmatch, corpus distances and KSC of one dataset variant")(
+    _analyses)
 def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--ks", type=int, nargs="+", default=[5, 10, 19])
-    p.add_argument("--queries", type=_json, default=None, help="queries per fold; null = all")
+    for name in ("--documents", "--splits", "--dataset", "--variant"):
+        p.add_argument(name, required=True)
+    p.add_argument("--wmd", type=_json, required=True, help="{method slug: matrix path} (JSON)")
+    p.add_argument("--settings", type=_json, required=True,
+                   help="{analysis: its settings} as under analyses: in the config (JSON)")
+    p.add_argument("--out", type=_name_and_path, action="append", required=True,
+                   metavar="NAME=PATH", help="an analysis to run and its Parquet table")
+    p.add_argument("--seed", type=int, default=0)
 
 
 def _n2o_report(a):
@@ -313,18 +327,6 @@ def _(p):
     p.add_argument("--heatmap", required=True)
 
 
-def _crossmatch(a):
-    from .crossmatch import run_crossmatch
-
-    run_crossmatch(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.m, a.seed, a.out)
-
-
-@command("crossmatch", "exact crossmatch tests per method")(_crossmatch)
-def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--m", type=int, default=100, help="documents sampled per group")
-
-
 def _crossmatch_table(a):
     from .crossmatch import run_crossmatch_table
 
@@ -336,19 +338,6 @@ def _(p):
     _table_arguments(p)
 
 
-def _corpus_distances(a):
-    from .corpus_distance import run_corpus_distances
-
-    run_corpus_distances(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out, m=a.m,
-                         seed=a.seed)
-
-
-@command("corpus-distances", "energy distance and AHD between groups")(_corpus_distances)
-def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--m", type=int, default=500, help="documents sampled per group")
-
-
 def _corpus_distance_table(a):
     from .corpus_distance import run_corpus_distance_table
 
@@ -358,20 +347,6 @@ def _corpus_distance_table(a):
 @command("corpus-distance-table", "combine corpus distances")(_corpus_distance_table)
 def _(p):
     _table_arguments(p)
-
-
-def _ksc(a):
-    from .corpus_distance import run_ksc
-
-    run_ksc(a.documents, a.wmd, a.dataset, a.variant, a.K, a.R, a.corpus_size, a.seed, a.out)
-
-
-@command("ksc", "known-similarity corpora experiment")(_ksc)
-def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--K", type=int, default=10)
-    p.add_argument("--R", type=int, default=5)
-    p.add_argument("--corpus-size", type=int, default=50)
 
 
 def _ksc_report(a):

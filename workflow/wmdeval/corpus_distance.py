@@ -24,7 +24,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ import pyarrow as pa
 from . import io, schemas
 from .crossmatch import comparisons, defined_subset
 from .methods import METHODS
-from .n2o import Corpus, read_corpus
+from .n2o import Corpus
 from .report import markdown_table
 from .stats import spearman_rho
 
@@ -120,19 +120,14 @@ def corpus_distance_rows(corpus: Corpus, dataset: str, variant: str, m: int = DE
     return rows
 
 
-def run_corpus_distances(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-                         wmd_paths: Mapping[str, str | os.PathLike], dataset: str, variant: str,
-                         out_path: str | os.PathLike, m: int = DEFAULT_M,
-                         seed: int = 0) -> pa.Table:
+def corpus_distance_results(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M,
+                            seed: int = 0) -> pa.Table:
     """Energy distance and AHD of one dataset variant, every method: between each pair
     of classes (all documents, IDF from all of them) and between train and test of each
-    fold (IDF from the fold's training set), written as CORPUS_DISTANCES."""
-    corpus = read_corpus(documents_path, splits_path, wmd_paths)
+    fold (IDF from the fold's training set), as a CORPUS_DISTANCES table."""
     rows = corpus_distance_rows(corpus, dataset, variant, m, seed)
-    table = pa.table({n: [r[n] for r in rows] for n in CORPUS_DISTANCES.names}).cast(
+    return pa.table({n: [r[n] for r in rows] for n in CORPUS_DISTANCES.names}).cast(
         CORPUS_DISTANCES)
-    io.write_table(table, out_path, CORPUS_DISTANCES)
-    return table
 
 
 def _method_order(names: Sequence[str]) -> list[str]:
@@ -407,19 +402,14 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
         return save_figure(fig, out_png, svg=False)
 
 
-def run_ksc(documents_path: str | os.PathLike, wmd_paths: Mapping[str, str | os.PathLike],
-            dataset: str, variant: str, K: int, R: int, corpus_size: int, seed: int,
-            out_parquet: str | os.PathLike,
-            classes: tuple[str, str] | None = None) -> pa.Table:
+def ksc_results(corpus: Corpus, dataset: str, variant: str, K: int, R: int, corpus_size: int,
+                seed: int, classes: tuple[str, str] | None = None) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
-    largest): K + 1 corpora of ``corpus_size`` documents, R draws; writes the KSC table.
-    (The figures are drawn by :func:`run_ksc_report`, all in one job: matplotlib's
-    start-up and a figure cost this small job three times its own work.)"""
-    corpus = read_corpus(documents_path, None, wmd_paths)
+    largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table.
+    (:func:`run_ksc_report` draws the figures, all in one job: matplotlib's start-up and
+    a figure would cost a per-variant job more than the experiment.)"""
     rows = ksc_rows(corpus, dataset, variant, K, R, corpus_size, seed, classes)
-    table = pa.table({n: [r[n] for r in rows] for n in KSC.names}).cast(KSC)
-    io.write_table(table, out_parquet, KSC)
-    return table
+    return pa.table({n: [r[n] for r in rows] for n in KSC.names}).cast(KSC)
 
 
 def ksc_title(table: pa.Table) -> str:
@@ -480,7 +470,7 @@ def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
 __all__ = [
     "CORPUS_DISTANCES", "KSC", "DEFAULT_K", "DEFAULT_R", "DEFAULT_CORPUS_SIZE", "DEFAULT_M",
     "energy_distance", "average_hausdorff", "group_distances",
-    "corpus_distance_rows", "run_corpus_distances", "run_corpus_distance_table",
+    "corpus_distance_rows", "corpus_distance_results", "run_corpus_distance_table",
     "share_from_b", "double_lottery", "ksc_pair_distances", "standardise", "monotonicity",
-    "ksc_rows", "ksc_summary", "run_ksc", "ksc_title", "run_ksc_report", "write_ksc_table",
+    "ksc_rows", "ksc_summary", "ksc_results", "ksc_title", "run_ksc_report", "write_ksc_table",
 ]

@@ -17,7 +17,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 
 from . import io, schemas
 from .methods import METHODS
-from .n2o import Corpus, read_corpus
+from .n2o import Corpus
 from .report import markdown_table
 
 log = logging.getLogger("wmdeval.crossmatch")
@@ -456,17 +456,12 @@ def crossmatch_rows(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT
     return rows
 
 
-def run_crossmatch(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-                   wmd_paths: Mapping[str, str | os.PathLike], dataset: str, variant: str,
-                   m: int, seed: int, out_path: str | os.PathLike,
-                   class_fold: int | None = None) -> pa.Table:
-    """Crossmatch tests of one dataset variant (every method: each pair of classes, and
-    train vs test of each fold), written as a CROSSMATCH table to ``out_path``."""
-    corpus = read_corpus(documents_path, splits_path, wmd_paths)
+def crossmatch_results(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M,
+                       seed: int = 0, class_fold: int | None = None) -> pa.Table:
+    """The CROSSMATCH table of one dataset variant: every method, each pair of classes,
+    and train vs test of each fold."""
     rows = crossmatch_rows(corpus, dataset, variant, m, seed, class_fold)
-    table = pa.table({n: [r[n] for r in rows] for n in CROSSMATCH.names}).cast(CROSSMATCH)
-    io.write_table(table, out_path, CROSSMATCH)
-    return table
+    return pa.table({n: [r[n] for r in rows] for n in CROSSMATCH.names}).cast(CROSSMATCH)
 
 
 # --------------------------------------------------------------------------- report
@@ -535,5 +530,5 @@ __all__ = [
     "CROSSMATCH", "DEFAULT_M", "min_distance_perfect_matching", "crossmatch_pairs",
     "null_distribution",
     "crossmatch_p_value", "crossmatch_test", "CrossmatchResult", "comparisons",
-    "crossmatch_rows", "run_crossmatch", "run_crossmatch_table",
+    "crossmatch_rows", "crossmatch_results", "run_crossmatch_table",
 ]

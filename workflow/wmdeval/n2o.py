@@ -223,21 +223,12 @@ def n2o_rows(corpus: Corpus, dataset: str, variant: str, ks: Sequence[int] = DEF
     return rows
 
 
-def run_n2o(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-            wmd_paths: Mapping[str, str | os.PathLike], dataset: str, variant: str,
-            ks: Sequence[int], queries: int | None, seed: int,
-            out_path: str | os.PathLike) -> pa.Table:
-    """Compute N2O for one dataset variant and write the N2O table to ``out_path``.
-
-    ``wmd_paths``: WMD method slug ("wmd", "wmd-tfidf") -> DISTANCES file; a WMD
-    method without a file is left out. ``queries``: None = every test document of each
-    fold, else a seeded sample of that many per fold.
-    """
-    corpus = read_corpus(documents_path, splits_path, wmd_paths)
+def n2o_results(corpus: Corpus, dataset: str, variant: str, ks: Sequence[int],
+                queries: int | None, seed: int) -> pa.Table:
+    """The N2O table of one dataset variant. ``queries``: None = every test document
+    of each fold, else a seeded sample of that many per fold."""
     rows = n2o_rows(corpus, dataset, variant, ks, queries, seed)
-    table = pa.table({name: [r[name] for r in rows] for name in N2O.names}).cast(N2O)
-    io.write_table(table, out_path, N2O)
-    return table
+    return pa.table({name: [r[name] for r in rows] for name in N2O.names}).cast(N2O)
 
 
 # --------------------------------------------------------------------------- report
@@ -360,6 +351,6 @@ def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.Pat
 
 __all__ = [
     "N2O", "DEFAULT_KS", "Corpus", "prepare_corpus", "read_corpus", "method_distances", "as_method",
-    "overlap_counts", "nearest_neighbour_overlap", "n2o_rows", "run_n2o", "rank_robustness",
+    "overlap_counts", "nearest_neighbour_overlap", "n2o_rows", "n2o_results", "rank_robustness",
     "run_n2o_report",
 ]

@@ -174,7 +174,7 @@ KSC = pa.schema(
     ]
 )
 
-# Written by analysis.py
+# Written by wmd_vs_bow.py
 
 #: ``<dataset>/<variant>/analysis/wmd_vs_bow.parquet``: one row per WMD method.
 WMD_VS_BOW = pa.schema(

@@ -1,4 +1,4 @@
-"""WMD against BOW (L1/L1): correlations and nearest-neighbour agreement (wmdeval.analysis)."""
+"""WMD against BOW (L1/L1): correlations and nearest-neighbour agreement (wmdeval.wmd_vs_bow)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from wmdeval import analysis, baselines, io, schemas
+from wmdeval import baselines, io, schemas, wmd_vs_bow
 from wmdeval.methods import BY_NAME
 from wmdeval.n2o import prepare_corpus
 
@@ -33,12 +33,12 @@ def upper_values(matrix):
 
 def test_perfectly_related_distances_correlate_1():
     a = random_symmetric(np.random.default_rng(0), 30)
-    result = analysis.pair_correlations(a, 2 * a + 1)
+    result = wmd_vs_bow.pair_correlations(a, 2 * a + 1)
     assert result.pearson == pytest.approx(1.0, abs=1e-12)
     assert result.spearman == pytest.approx(1.0, abs=1e-12)
     assert result.pairs == result.spearman_pairs == 30 * 29 // 2
     # a monotone but not linear relation: Spearman 1, Pearson below
-    bent = analysis.pair_correlations(a, np.exp(5 * a))
+    bent = wmd_vs_bow.pair_correlations(a, np.exp(5 * a))
     assert bent.spearman == pytest.approx(1.0, abs=1e-12)
     assert bent.pearson < 0.99
 
@@ -50,7 +50,7 @@ def test_correlations_match_scipy_and_exclude_nan(block_rows):
     b = np.round(0.5 * a + rng.uniform(0, 0.5, a.shape), 1)  # many ties for the ranks
     b = np.minimum(b, b.T)
     b[5, 9] = b[9, 5] = np.nan  # an undefined pair on one side only
-    result = analysis.pair_correlations(a, b, block_rows=block_rows)
+    result = wmd_vs_bow.pair_correlations(a, b, block_rows=block_rows)
     x, y = upper_values(a), upper_values(b)
     finite = np.isfinite(x) & np.isfinite(y)
     assert result.pairs == int(finite.sum()) == 23 * 22 // 2 - 1
@@ -66,7 +66,7 @@ def test_pearson_keeps_its_digits_far_from_zero():
     a = random_symmetric(rng, 40) + 1e6
     b = a + rng.uniform(0, 0.3, a.shape)
     b = (b + b.T) / 2
-    result = analysis.pair_correlations(a, b, block_rows=3)
+    result = wmd_vs_bow.pair_correlations(a, b, block_rows=3)
     x, y = upper_values(a), upper_values(b)
     assert result.pearson == pytest.approx(pearsonr(x, y).statistic, rel=1e-9)
 
@@ -76,15 +76,15 @@ def test_spearman_on_a_seeded_sample_of_pairs():
     a = random_symmetric(rng, 60, empty=[7])
     b = a + rng.uniform(0, 0.4, a.shape)
     b = (b + b.T) / 2
-    full = analysis.pair_correlations(a, b)
-    sampled = analysis.pair_correlations(a, b, max_pairs=500, seed=4, block_rows=7)
-    again = analysis.pair_correlations(a, b, max_pairs=500, seed=4)
+    full = wmd_vs_bow.pair_correlations(a, b)
+    sampled = wmd_vs_bow.pair_correlations(a, b, max_pairs=500, seed=4, block_rows=7)
+    again = wmd_vs_bow.pair_correlations(a, b, max_pairs=500, seed=4)
     # the block size does not change the sample (Pearson's sums: the last bits only)
     assert (sampled.spearman, sampled.spearman_pairs) == (again.spearman, again.spearman_pairs)
     assert sampled.pearson == pytest.approx(full.pearson, rel=1e-12)  # always every pair
     assert sampled.pairs == full.pairs
     # the sample: 500 pair numbers over all 1770 pairs, of which the defined ones count
-    chosen = analysis.sample_pair_indices(60 * 59 // 2, 500, seed=4)
+    chosen = wmd_vs_bow.sample_pair_indices(60 * 59 // 2, 500, seed=4)
     x, y = upper_values(a)[chosen], upper_values(b)[chosen]
     finite = np.isfinite(x)
     assert sampled.spearman_pairs == int(finite.sum()) < 500
@@ -98,18 +98,18 @@ def test_pair_numbering():
     i, j = np.triu_indices(n, 1)
     for number, (row, col) in enumerate(zip(i, j, strict=True)):
         if col == row + 1:
-            assert analysis.pairs_before_row(row, n) == number
-    assert analysis.pairs_before_row(n - 1, n) == n * (n - 1) // 2
+            assert wmd_vs_bow.pairs_before_row(row, n) == number
+    assert wmd_vs_bow.pairs_before_row(n - 1, n) == n * (n - 1) // 2
 
 
 def test_undefined_correlations_are_nan():
     constant = np.ones((5, 5))
     np.fill_diagonal(constant, 0)
-    result = analysis.pair_correlations(constant, random_symmetric(np.random.default_rng(5), 5))
+    result = wmd_vs_bow.pair_correlations(constant, random_symmetric(np.random.default_rng(5), 5))
     assert math.isnan(result.pearson) and math.isnan(result.spearman)
-    empty = analysis.pair_correlations(np.full((4, 4), np.nan), np.ones((4, 4)))
+    empty = wmd_vs_bow.pair_correlations(np.full((4, 4), np.nan), np.ones((4, 4)))
     assert empty.pairs == 0 and math.isnan(empty.pearson) and math.isnan(empty.spearman)
-    assert analysis.pair_correlations(np.zeros((1, 1)), np.zeros((1, 1))).pairs == 0
+    assert wmd_vs_bow.pair_correlations(np.zeros((1, 1)), np.zeros((1, 1))).pairs == 0
 
 
 # --------------------------------------------------------------------------- neighbours
@@ -127,13 +127,13 @@ def test_neighbour_agreement_hand_made():
                   [0.7, 0.3, 0.3],   # b: tie between 1 and 2 -> 1; a says 0
                   [0.1, 0.5, 0.6],
                   [nan, 0.2, 0.3]])  # column 0 undefined under b: 1 vs a's 0
-    na, nb = analysis.nearest_neighbours(a), analysis.nearest_neighbours(b)
+    na, nb = wmd_vs_bow.nearest_neighbours(a), wmd_vs_bow.nearest_neighbours(b)
     assert na.tolist() == [1, 2, 0, -1, 0]
     assert nb.tolist() == [1, 0, 1, 0, 1]
-    assert analysis.neighbour_agreement(na, nb) == pytest.approx(1 / 4)
-    assert analysis.neighbour_agreement(na, na) == 1.0
-    assert math.isnan(analysis.neighbour_agreement(np.array([-1]), np.array([0])))
-    assert analysis.nearest_neighbours(a, block_rows=2).tolist() == na.tolist()
+    assert wmd_vs_bow.neighbour_agreement(na, nb) == pytest.approx(1 / 4)
+    assert wmd_vs_bow.neighbour_agreement(na, na) == 1.0
+    assert math.isnan(wmd_vs_bow.neighbour_agreement(np.array([-1]), np.array([0])))
+    assert wmd_vs_bow.nearest_neighbours(a, block_rows=2).tolist() == na.tolist()
 
 
 # --------------------------------------------------------------------------- a dataset
@@ -180,7 +180,7 @@ def test_wmd_equal_to_bow_agrees_fully():
     doc_ids = documents.column("doc_id").to_numpy()
     wmd = baseline_matrix(documents, "BOW (L1/L1)").astype(np.float32)
     corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd)})
-    row = analysis.comparison_row(corpus, "wmd", "small", "original")
+    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original")
     assert (row["method_a"], row["method_b"]) == ("WMD", "BOW (L1/L1)")
     assert row["pearson"] == pytest.approx(1.0, abs=1e-6)  # float32 storage
     assert row["pairs"] == 29 * 28 // 2
@@ -197,14 +197,14 @@ def test_wmd_tfidf_against_fold_idf(tmp_path):
     wmd = random_symmetric(np.random.default_rng(7), 30, empty=[4])
     corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd),
                                                 "wmd-tfidf": (doc_ids, wmd_tfidf)})
-    table = analysis.analysis_table(corpus, "small", "clean")
-    assert table.schema == analysis.WMD_VS_BOW
+    table = wmd_vs_bow.analysis_table(corpus, "small", "clean")
+    assert table.schema == wmd_vs_bow.WMD_VS_BOW
     bow_row, tfidf_row = table.to_pylist()
     assert (tfidf_row["method_a"], tfidf_row["method_b"]) == ("WMD-TF-IDF", "TF-IDF (L1/L1)")
     assert tfidf_row["nn_agreement_per_fold"][0] == 1.0
     assert tfidf_row["nn_agreement"] == pytest.approx(np.mean(tfidf_row["nn_agreement_per_fold"]))
     # correlations: the mean over folds of each fold's IDF
-    per_fold = [analysis.pair_correlations(
+    per_fold = [wmd_vs_bow.pair_correlations(
         wmd_tfidf, baseline_matrix(documents, "TF-IDF (L1/L1)", train)) for train, _ in folds]
     assert per_fold[0].pearson == pytest.approx(1.0)
     assert tfidf_row["pearson"] == pytest.approx(np.mean([c.pearson for c in per_fold]))
@@ -221,7 +221,7 @@ def test_nn_agreement_matches_a_plain_loop():
     doc_ids = documents.column("doc_id").to_numpy()
     wmd = random_symmetric(np.random.default_rng(8), 30, empty=[4])
     corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd)})
-    row = analysis.comparison_row(corpus, "wmd", "small", "original")
+    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original")
     bow = baseline_matrix(documents, "BOW (L1/L1)")
     for fold, (train, test) in enumerate(io.fold_indices(splits, doc_ids)):
         agree = total = 0
@@ -245,23 +245,23 @@ def test_run_analysis_and_table(tmp_path):
     outputs = []
     for dataset in ("second", "first"):
         out = tmp_path / dataset / "wmd_vs_bow.parquet"
-        written = analysis.run_analysis(tmp_path / "documents.parquet",
+        written = wmd_vs_bow.run_analysis(tmp_path / "documents.parquet",
                                         tmp_path / "splits.parquet", {"wmd": tmp_path / "wmd.pq"},
                                         dataset, "original", out, max_pairs=100, seed=1)
-        assert io.read_table(out, analysis.WMD_VS_BOW).equals(written)
+        assert io.read_table(out, wmd_vs_bow.WMD_VS_BOW).equals(written)
         assert written.column("spearman_pairs").to_pylist()[0] <= 100
         outputs.append(out)
-    analysis.run_analysis_table(outputs, tmp_path / "t.csv", tmp_path / "t.md")
+    wmd_vs_bow.run_analysis_table(outputs, tmp_path / "t.csv", tmp_path / "t.md")
     csv_lines = (tmp_path / "t.csv").read_text().splitlines()
     assert csv_lines[0].split(",")[:4] == ["dataset", "variant", "method", "compared with"]
     assert [line.split(",")[0] for line in csv_lines[1:]] == ["second", "first"]  # path order
     assert ",1.000," in csv_lines[1]
     markdown = (tmp_path / "t.md").read_text()
-    assert markdown.startswith(f"# {analysis.TITLE}")
+    assert markdown.startswith(f"# {wmd_vs_bow.TITLE}")
     assert "NN agreement per fold" in markdown and "1.000, 1.000" in markdown
 
 
 def test_unknown_wmd_method_is_an_error(tmp_path):
     with pytest.raises(io.WmdevalError, match="no baseline"):
-        analysis.run_analysis(tmp_path / "d", tmp_path / "s", {"wmd-pca5": tmp_path / "m"},
+        wmd_vs_bow.run_analysis(tmp_path / "d", tmp_path / "s", {"wmd-pca5": tmp_path / "m"},
                               "x", "original", tmp_path / "out.parquet")

@@ -34,7 +34,7 @@ from .n2o import Corpus, read_corpus
 from .report import VARIANT_ORDER, write_table_files
 from .stats import spearman_rho
 
-log = logging.getLogger("wmdeval.analysis")
+log = logging.getLogger("wmdeval.wmd_vs_bow")
 
 #: Which baseline each WMD method is compared with (by WMD method slug).
 COMPARED_WITH = {"wmd": "BOW (L1/L1)", "wmd-tfidf": "TF-IDF (L1/L1)"}
