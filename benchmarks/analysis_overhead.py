@@ -1,11 +1,15 @@
 """What the four analyses (N2O, crossmatch, corpus distances, KSC) add to the demo (prints numbers).
 
-Runs the demo twice from scratch in temporary directories with ``snakemake --cores N``:
-once as shipped and once with every ``analyses.*.enabled`` set to false. Prints, for
-both, the wall time and the CPU summed over every job's benchmark file, and the share
-the analysis jobs take of the full run.
+Each repeat runs the demo from scratch in two temporary directories with
+``snakemake --cores N``: once with every ``analyses.*.enabled`` set to false and once as
+shipped. Wall time and CPU time (Snakemake and every job, from the kernel's accounting
+of child processes) of the two runs give what the analyses add to the run.
 
-    .venv/bin/python benchmarks/analysis_overhead.py [--cores 2] [--repeats 1]
+Whole runs vary by ±10 % on a shared machine, more than the analyses cost, so the
+analyses are also measured on their own: in the finished directory, a forced rerun of
+just the analysis rules, less a run with nothing to do (Snakemake's own start-up).
+
+    .venv/bin/python benchmarks/analysis_overhead.py [--cores 2] [--repeats 3]
 
 Run it with the Python of the demo's install (``pip install -e .``): the test extras add
 pandas, which pyarrow then imports in every job (0.3-0.4 s each).
@@ -14,9 +18,10 @@ pandas, which pyarrow then imports in every job (0.3-0.4 s each).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,62 +31,77 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ANALYSES = ("n2o", "crossmatch", "corpus_distances", "ksc")
 NO_ANALYSES = "analyses:\n" + "".join(f"  {name}: {{enabled: false}}\n" for name in ANALYSES)
+ANALYSIS_RULES = ("analyses", "n2o_report", "crossmatch_table", "corpus_distance_table",
+                  "ksc_report")
 
 
-def job_cpu(workdir: Path) -> dict[str, float]:
-    """CPU seconds per benchmark file (user + system of the job's processes)."""
-    cpu = {}
-    for path in sorted((workdir / "results" / "benchmarks").rglob("*.tsv")):
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        cpu[str(path.relative_to(workdir))] = sum(float(row["cpu_time"]) for row in rows)
-    return cpu
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
-def is_analysis(benchmark: str) -> bool:
-    name = Path(benchmark).stem
-    return any(name.startswith(a) for a in ("n2o", "crossmatch", "corpus_distance", "ksc"))
+def snakemake(workdir: Path, cores: int, *args: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one Snakemake run in ``workdir``."""
+    command = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet", *args]
+    # The rules call `wmdeval`: the one installed next to this Python.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    start, start_cpu = time.perf_counter(), children_cpu()
+    subprocess.run(command, cwd=workdir, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start, children_cpu() - start_cpu
 
 
-def run_demo(cores: int, analyses: bool) -> tuple[float, dict[str, float]]:
-    with tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as tmp:
-        workdir = Path(tmp)
-        shutil.copy(REPO / "Snakefile", workdir)
-        for part in ("workflow/rules", "workflow/report", "workflow/schemas", "config",
-                     "envs", "profiles"):
-            shutil.copytree(REPO / part, workdir / part)
-        command = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet"]
-        if not analyses:
-            (workdir / "no_analyses.yaml").write_text(NO_ANALYSES)
-            command += ["--configfile", "config/config.yaml", "no_analyses.yaml"]
-        # The rules call `wmdeval`: the one installed next to this Python.
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        start = time.perf_counter()
-        subprocess.run(command, cwd=workdir, env=env, check=True, capture_output=True)
-        return time.perf_counter() - start, job_cpu(workdir)
+def fresh_copy(tmp: str) -> Path:
+    workdir = Path(tmp)
+    shutil.copy(REPO / "Snakefile", workdir)
+    for part in ("workflow/rules", "workflow/report", "workflow/schemas", "config", "envs",
+                 "profiles"):
+        shutil.copytree(REPO / part, workdir / part)
+    (workdir / "no_analyses.yaml").write_text(NO_ANALYSES)
+    return workdir
+
+
+def one_repeat(cores: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as without_dir, \
+            tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as with_dir:
+        without = fresh_copy(without_dir)
+        wall_without, cpu_without = snakemake(without, cores, "--configfile",
+                                              "config/config.yaml", "no_analyses.yaml")
+        full = fresh_copy(with_dir)
+        wall_with, cpu_with = snakemake(full, cores)
+        wall_noop, cpu_noop = snakemake(full, cores)
+        wall_rerun, cpu_rerun = snakemake(full, cores, "--forcerun", *ANALYSIS_RULES)
+    return {"wall_without": wall_without, "cpu_without": cpu_without,
+            "wall_with": wall_with, "cpu_with": cpu_with,
+            "wall_analyses": wall_rerun - wall_noop, "cpu_analyses": cpu_rerun - cpu_noop}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    print(f"demo, snakemake --cores {args.cores}; analyses: {', '.join(ANALYSES)}")
+    print("repeat   without analyses      with analyses   added (whole runs)"
+          "   analyses alone       share of the run without")
+    runs = []
     for repeat in range(args.repeats):
-        wall_without, cpu_without = run_demo(args.cores, analyses=False)
-        wall_with, cpu_with = run_demo(args.cores, analyses=True)
-        analysis_cpu = {k: v for k, v in cpu_with.items() if is_analysis(k)}
-        total_without = sum(cpu_without.values())
-        total_with = sum(cpu_with.values())
-        print(f"run {repeat + 1}, --cores {args.cores}")
-        print(f"  without analyses: {wall_without:6.1f} s wall, {total_without:6.1f} s job CPU,"
-              f" {len(cpu_without)} jobs")
-        print(f"  with analyses:    {wall_with:6.1f} s wall, {total_with:6.1f} s job CPU,"
-              f" {len(cpu_with)} jobs ({len(analysis_cpu)} analysis jobs,"
-              f" {sum(analysis_cpu.values()):.1f} s CPU)")
-        print(f"  added: {100 * (wall_with / wall_without - 1):+.1f} % wall,"
-              f" {100 * sum(analysis_cpu.values()) / total_without:+.1f} % job CPU")
-        for name, seconds in sorted(analysis_cpu.items(), key=lambda item: -item[1])[:8]:
-            print(f"    {seconds:5.2f} s  {name}")
+        r = one_repeat(args.cores)
+        r["added_wall"] = r["wall_with"] / r["wall_without"] - 1
+        r["added_cpu"] = r["cpu_with"] / r["cpu_without"] - 1
+        r["share_wall"] = r["wall_analyses"] / r["wall_without"]
+        r["share_cpu"] = r["cpu_analyses"] / r["cpu_without"]
+        runs.append(r)
+        print(f"{repeat + 1:>6}   {r['wall_without']:5.1f} s, {r['cpu_without']:5.1f} s CPU"
+              f"   {r['wall_with']:5.1f} s, {r['cpu_with']:5.1f} s CPU"
+              f"   {100 * r['added_wall']:+5.1f} %, {100 * r['added_cpu']:+5.1f} % CPU"
+              f"   {r['wall_analyses']:4.1f} s, {r['cpu_analyses']:4.1f} s CPU"
+              f"   {100 * r['share_wall']:4.1f} %, {100 * r['share_cpu']:4.1f} % CPU")
+    med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    print(f"median   {med['wall_without']:5.1f} s, {med['cpu_without']:5.1f} s CPU"
+          f"   {med['wall_with']:5.1f} s, {med['cpu_with']:5.1f} s CPU"
+          f"   {100 * med['added_wall']:+5.1f} %, {100 * med['added_cpu']:+5.1f} % CPU"
+          f"   {med['wall_analyses']:4.1f} s, {med['cpu_analyses']:4.1f} s CPU"
+          f"   {100 * med['share_wall']:4.1f} %, {100 * med['share_cpu']:4.1f} % CPU")
 
 
 if __name__ == "__main__":

@@ -406,8 +406,7 @@ def ksc_results(corpus: Corpus, dataset: str, variant: str, K: int, R: int, corp
                 seed: int, classes: tuple[str, str] | None = None) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
     largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table.
-    (:func:`run_ksc_report` draws the figures, all in one job: matplotlib's start-up and
-    a figure would cost a per-variant job more than the experiment.)"""
+    :func:`run_ksc_report` draws the figures of every dataset variant in one job."""
     rows = ksc_rows(corpus, dataset, variant, K, R, corpus_size, seed, classes)
     return pa.table({n: [r[n] for r in rows] for n in KSC.names}).cast(KSC)
 
