@@ -66,7 +66,7 @@ rule analyses:
     threads: 1
     resources:
         mem_mb=matrix_job_mem_mb,
-        runtime=240,
+        runtime=300,
     params:
         wmd=wmd_argument,
         settings=analysis_settings(),

@@ -8,8 +8,8 @@ same documents and WMD matrices, so the workflow runs the enabled ones in one jo
 - the matrices are read, and held in memory, once rather than once per analysis (on
   20news the two WMD matrices take 2 GB);
 - on the demo, each analysis's own work is a fraction of a second, less than starting a
-  Python process with numpy, pyarrow and scipy; one job instead of four keeps the
-  analyses well under a fifth of the demo's run time.
+  Python process with numpy, pyarrow and scipy; one job instead of four is what keeps
+  the analyses under a fifth of the demo's run time (README "Analyses").
 
 Every table is computed before any is written, so a failing analysis leaves none.
 """

@@ -128,8 +128,8 @@ def _assignment_bound(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     graph (Bellman-Ford, vectorised); y = (u + v) / 2 then satisfies y_i + y_j <= d_ij
     (d is symmetric) with Σ y = half the assignment's cost, the LP optimum.
     """
-    # scipy.optimize is imported where it is used: the corpus-distance jobs import this
-    # module for its group sampling only, and the import costs them 0.3 s.
+    # scipy.optimize is imported where it is used: corpus_distance and the table job
+    # import this module without solving anything, and the import costs 0.3 s.
     from scipy.optimize import linear_sum_assignment
 
     n = len(dist)
