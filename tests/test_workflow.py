@@ -154,9 +154,13 @@ def test_report_holds_every_table_and_figure(finished_run):
     run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml",
                     "--report", "results/report.html")
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "ERROR/" not in run.stderr, run.stderr[-3000:]  # every caption is valid RST
     html = (finished_run / "results" / "report.html").read_text(errors="replace")
     for name in ("table2.csv", "table7.csv", "table8.csv", "duplicates.csv", "oov.csv",
-                 "figure3_original.png", "figure4_clean.png", "figure5_original.png"):
+                 "figure3_original.png", "figure4_clean.png", "figure5_original.png",
+                 "wmd_vs_bow.csv", "n2o.png", "n2o_robustness.csv", "crossmatch.csv",
+                 "corpus_distances.csv", "ksc.csv", "ksc_newsgroups_original.png",
+                 "ksc_toy_clean.png"):
         assert name in html, name
 
 
