@@ -485,3 +485,22 @@ def test_figure5_with_pca_block_is_reproducible(tmp_path):
         lambda out: figures.figure5(panels, out, max_points=200, pca_panels=pca_panels,
                                     row_titles=("300-d embeddings", "5-d PCA embeddings")),
         tmp_path)
+
+
+def test_read_tables_concatenates_in_order_cast_to_the_schema(tmp_path):
+    schema = pa.schema([pa.field("name", pa.string(), nullable=False),
+                        pa.field("value", pa.float64())])
+    paths = []
+    for i, values in enumerate(([1, 2], [3])):
+        path = tmp_path / f"{i}.parquet"
+        # written with an int column and an extra one: read back as float64, extra dropped
+        io.write_table(pa.table({"value": values, "name": [f"t{i}"] * len(values),
+                                 "extra": values}), path)
+        paths.append(path)
+    table = io.read_tables(paths, schema)
+    assert table.schema == schema
+    assert table.to_pylist() == [{"name": "t0", "value": 1.0}, {"name": "t0", "value": 2.0},
+                                 {"name": "t1", "value": 3.0}]
+    assert io.read_tables([], schema).equals(schema.empty_table())
+    with pytest.raises(io.WmdevalError, match="missing.parquet: file not found"):
+        io.read_tables([paths[0], tmp_path / "missing.parquet"], schema)

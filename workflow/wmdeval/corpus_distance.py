@@ -31,9 +31,8 @@ import pyarrow as pa
 
 from . import io, schemas
 from .crossmatch import comparisons, defined_subset
-from .methods import METHODS
 from .n2o import Corpus
-from .report import markdown_table
+from .report import markdown_table, method_sort_key
 from .stats import spearman_rho
 
 log = logging.getLogger("wmdeval.corpus_distance")
@@ -130,16 +129,11 @@ def corpus_distance_results(corpus: Corpus, dataset: str, variant: str, m: int =
         CORPUS_DISTANCES)
 
 
-def _method_order(names: Sequence[str]) -> list[str]:
-    known = [m.name for m in METHODS if m.name in set(names)]
-    return known + sorted(set(names) - set(known))
-
-
 def corpus_distance_markdown(table: pa.Table) -> str:
     """Compact tables: scale-free energy coefficient / relative AHD per method, between
     classes and (mean over folds) between train and test."""
     rows = table.to_pylist()
-    methods = _method_order([r["method"] for r in rows])
+    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
 
     def is_split(r: dict) -> bool:
         return r["comparison"].startswith("train vs test")
@@ -183,8 +177,7 @@ def corpus_distance_markdown(table: pa.Table) -> str:
 def run_corpus_distance_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                               md_path: str | os.PathLike) -> None:
     """All corpus-distance rows as CSV and compact Markdown tables."""
-    tables = [io.read_table(p, CORPUS_DISTANCES).cast(CORPUS_DISTANCES) for p in paths]
-    table = pa.concat_tables(tables) if tables else CORPUS_DISTANCES.empty_table()
+    table = io.read_tables(paths, CORPUS_DISTANCES)
     io.write_csv(csv_path, table)
     io.write_text(md_path, corpus_distance_markdown(table))
 
@@ -349,7 +342,7 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
     from .figures import _RC, save_figure
 
     rows = table.to_pylist()
-    methods = _method_order([r["method"] for r in rows])
+    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
     summary = {(s["method"], s["measure"]): s for s in ksc_summary(table)}
     styles = {"energy": ("#4C72B0", "-", "o"), "ahd": ("#DD8452", "--", "s")}
     n_columns = 4
@@ -449,7 +442,7 @@ def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
     groups = list(dict.fromkeys((s["dataset"], s["variant"]) for s in summary))
     cell = {(s["method"], s["dataset"], s["variant"], s["measure"]):
             f"{s['spearman_rho']:.2f} ({s['order_accuracy']:.2f})" for s in summary}
-    methods = _method_order([s["method"] for s in summary])
+    methods = sorted({s["method"] for s in summary}, key=method_sort_key)
     header = ["method"] + [f"{d} ({v}) {'energy' if m == 'energy' else 'AHD'}"
                            for d, v in groups for m in MEASURES]
     body = [[method] + [cell.get((method, d, v, m), "") for d, v in groups for m in MEASURES]

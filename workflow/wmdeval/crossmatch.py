@@ -27,9 +27,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
 from . import io, schemas
-from .methods import METHODS
 from .n2o import Corpus
-from .report import markdown_table
+from .report import markdown_table, method_sort_key
 
 log = logging.getLogger("wmdeval.crossmatch")
 
@@ -471,17 +470,12 @@ def _format_p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
-def _method_order(names: Sequence[str]) -> list[str]:
-    known = [m.name for m in METHODS if m.name in set(names)]
-    return known + sorted(set(names) - set(known))
-
-
 def crossmatch_markdown(table: pa.Table) -> str:
     """Two compact tables: class separability (A1 / E[A1] and p per method and class
     pair) and train-vs-test homogeneity (per method and dataset variant: the smallest
     p over the folds and how many folds have p < 0.05)."""
     rows = table.to_pylist()
-    methods = _method_order([r["method"] for r in rows])
+    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
     classes = [r for r in rows if not r["comparison"].startswith("train vs test")]
     splits = [r for r in rows if r["comparison"].startswith("train vs test")]
 
@@ -520,8 +514,7 @@ def crossmatch_markdown(table: pa.Table) -> str:
 def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                          md_path: str | os.PathLike) -> None:
     """All crossmatch rows as CSV (long format) and compact Markdown tables."""
-    tables = [io.read_table(p, CROSSMATCH).cast(CROSSMATCH) for p in paths]
-    table = pa.concat_tables(tables) if tables else CROSSMATCH.empty_table()
+    table = io.read_tables(paths, CROSSMATCH)
     io.write_csv(csv_path, table)
     io.write_text(md_path, crossmatch_markdown(table))
 

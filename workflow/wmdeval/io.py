@@ -10,7 +10,7 @@ import contextlib
 import csv
 import io as stdio
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +62,13 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.T
             raise WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
         table = table.select(schema.names)
     return table
+
+
+def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema) -> pa.Table:
+    """Parquet files with ``schema``'s columns, cast to it and concatenated in order (an
+    empty table of ``schema`` for no paths): the per-variant results a table job combines."""
+    tables = [read_table(path, schema).cast(schema) for path in paths]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def write_distances(matrix: np.ndarray, doc_ids: np.ndarray, path: str | os.PathLike,

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from . import baselines, io, schemas
 from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, METHODS, Method
-from .report import write_table_files
+from .report import method_sort_key, write_table_files
 from .stats import spearman_rho
 
 log = logging.getLogger("wmdeval.n2o")
@@ -247,9 +247,7 @@ def mean_over_folds(table: pa.Table) -> dict[tuple[str, str, int], dict[tuple[st
 
 def n2o_matrix(pairs: Mapping[tuple[str, str], float]) -> tuple[list[str], np.ndarray]:
     """Symmetric matrix over the methods present, in Table 2 order (NaN if missing)."""
-    present = {m for pair in pairs for m in pair}
-    names = [m.name for m in METHODS if m.name in present]
-    names += sorted(present - set(names))
+    names = sorted({m for pair in pairs for m in pair}, key=method_sort_key)
     index = {name: i for i, name in enumerate(names)}
     matrix = np.full((len(names), len(names)), np.nan)
     for (a, b), value in pairs.items():
@@ -321,8 +319,7 @@ def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.Pat
                    k: int | None = None) -> None:
     """Heatmap (one panel per dataset variant, at ``k``: default the middle k) and the
     k-robustness table (Spearman's ρ of pair rankings between each two k)."""
-    tables = [io.read_table(p, N2O).cast(N2O) for p in paths]
-    table = pa.concat_tables(tables) if tables else N2O.empty_table()
+    table = io.read_tables(paths, N2O)
     means = mean_over_folds(table)
     variants = list(dict.fromkeys((d, v) for d, v, _ in means))
     ks = sorted({kk for _, _, kk in means})

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from . import methods as methods_module
 from . import schemas
-from .io import WmdevalError, read_table, write_table, write_text
+from .io import WmdevalError, read_table, read_tables, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
 #: lost in the CSV, so one plain-text marker serves both).
@@ -78,10 +78,7 @@ def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
     A (dataset, variant, method, classifier, fold) key present twice means two inputs
     overlap, which would silently double-count a fold, so it is an error.
     """
-    parts = [read_table(p, schemas.SCORES).cast(schemas.SCORES) for p in paths]
-    if not parts:
-        return schemas.SCORES.empty_table()
-    table = pa.concat_tables(parts)
+    table = read_tables(paths, schemas.SCORES)
     columns = {name: table.column(name).to_pylist() for name in schemas.SCORES.names}
     dataset_order = list(dict.fromkeys(columns["dataset"]))
 

@@ -344,8 +344,7 @@ def table_rows(table: pa.Table, datasets: Sequence[str]) -> list[list[str]]:
 def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                        md_path: str | os.PathLike) -> None:
     """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table."""
-    tables = [io.read_table(path, WMD_VS_BOW).cast(WMD_VS_BOW) for path in paths]
-    table = pa.concat_tables(tables) if tables else WMD_VS_BOW.empty_table()
+    table = io.read_tables(paths, WMD_VS_BOW)
     datasets = list(dict.fromkeys(table.column("dataset").to_pylist()))
     write_table_files(table_rows(table, datasets), HEADER, csv_path, md_path, TITLE, NOTE)
 
