@@ -171,12 +171,8 @@ def wmd_argument(wildcards, input):
     return spec_json({WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf})
 
 
-#: The per-variant analyses switched on, in the order the report lists them.
-ENABLED_ANALYSES = [
-    name
-    for name in ("n2o", "crossmatch", "corpus_distances", "ksc")
-    if ANALYSES[name]["enabled"]
-]
+#: The per-variant analyses switched on.
+ENABLED_ANALYSES = [name for name, spec in ANALYSES.items() if spec["enabled"]]
 
 
 def analysis_parquets():
