@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import io, schemas
-from .crossmatch import comparisons, defined_subset
+from .crossmatch import comparison_tables, comparisons, defined_subset
 from .n2o import Corpus
 from .report import markdown_table, method_sort_key
 from .stats import spearman_rho
@@ -132,37 +132,14 @@ def corpus_distance_results(corpus: Corpus, dataset: str, variant: str, m: int =
 def corpus_distance_markdown(table: pa.Table) -> str:
     """Compact tables: scale-free energy coefficient / relative AHD per method, between
     classes and (mean over folds) between train and test."""
-    rows = table.to_pylist()
-    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
-
-    def is_split(r: dict) -> bool:
-        return r["comparison"].startswith("train vs test")
-
-    class_columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"])
-                                       for r in rows if not is_split(r)))
-    class_cell = {(r["method"], r["dataset"], r["variant"], r["comparison"]):
-                  f"{r['energy_coefficient']:.3f} / {r['ahd_relative']:.3f}"
-                  for r in rows if not is_split(r)}
-    class_table = markdown_table(
-        [[m] + [class_cell.get((m, *c), "") for c in class_columns] for m in methods],
-        ["method"] + [f"{d} ({v}): {c}" for d, v, c in class_columns])
-
-    split_values: dict[tuple, list[tuple[float, float]]] = {}
-    for r in rows:
-        if is_split(r):
-            split_values.setdefault((r["method"], r["dataset"], r["variant"]), []).append(
-                (r["energy_coefficient"], r["ahd_relative"]))
-    groups = list(dict.fromkeys((d, v) for _, d, v in split_values))
-
-    def split_cell(key: tuple) -> str:
-        values = split_values.get(key)
-        if not values:
-            return ""
-        energy, ahd = np.mean(values, axis=0)
+    def split_cell(folds: list[dict]) -> str:
+        energy, ahd = np.mean([(r["energy_coefficient"], r["ahd_relative"]) for r in folds],
+                              axis=0)
         return f"{energy:.3f} / {ahd:.3f}"
 
-    split_table = markdown_table([[m] + [split_cell((m, *g)) for g in groups] for m in methods],
-                                 ["method"] + [f"{d} ({v})" for d, v in groups])
+    class_table, split_table = comparison_tables(
+        table.to_pylist(),
+        lambda r: f"{r['energy_coefficient']:.3f} / {r['ahd_relative']:.3f}", split_cell)
     return (
         "# Corpus distances between groups of documents\n\n"
         "Cells: energy coefficient E / (2 mean d(X, Y)) / relative AHD (AHD / mean "

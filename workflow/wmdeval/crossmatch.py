@@ -17,7 +17,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,8 @@ log = logging.getLogger("wmdeval.crossmatch")
 
 #: Documents sampled per group at most (the seed paper used 200 vectors per group).
 DEFAULT_M = 100
+#: How the name of a train-vs-test comparison starts ("train vs test fold 3").
+SPLIT_COMPARISON = "train vs test"
 
 
 # The table written here is documented with the others in schemas.py.
@@ -405,7 +407,7 @@ def comparisons(corpus: Corpus, m: int, seed: int,
                               _sample(scope[corpus.labels[scope] == b], m, rng)))
     for fold, (train, test) in enumerate(corpus.folds):
         rng = np.random.default_rng([seed, 1, fold])
-        out.append(Comparison(f"train vs test fold {fold}", fold,
+        out.append(Comparison(f"{SPLIT_COMPARISON} fold {fold}", fold,
                               _sample(train[has_words[train]], m, rng),
                               _sample(test[has_words[test]], m, rng)))
     return out
@@ -470,35 +472,44 @@ def _format_p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
+                      split_cell: Callable[[list[dict]], str]) -> tuple[str, str]:
+    """Markdown tables of per-comparison results (rows of :func:`comparisons`' groups):
+    classes (methods x dataset variant: class pair, ``class_cell`` of the row) and train
+    vs test (methods x dataset variant, ``split_cell`` of the rows of its folds)."""
+    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
+    classes = [r for r in rows if not r["comparison"].startswith(SPLIT_COMPARISON)]
+    columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"]) for r in classes))
+    cells = {(r["method"], r["dataset"], r["variant"], r["comparison"]): class_cell(r)
+             for r in classes}
+    class_table = markdown_table(
+        [[m] + [cells.get((m, *c), "") for c in columns] for m in methods],
+        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns])
+
+    folds: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["comparison"].startswith(SPLIT_COMPARISON):
+            folds.setdefault((r["method"], r["dataset"], r["variant"]), []).append(r)
+    groups = list(dict.fromkeys((d, v) for _, d, v in folds))
+    split_table = markdown_table(
+        [[m] + [split_cell(folds[(m, *g)]) if (m, *g) in folds else "" for g in groups]
+         for m in methods],
+        ["method"] + [f"{d} ({v})" for d, v in groups])
+    return class_table, split_table
+
+
 def crossmatch_markdown(table: pa.Table) -> str:
     """Two compact tables: class separability (A1 / E[A1] and p per method and class
     pair) and train-vs-test homogeneity (per method and dataset variant: the smallest
     p over the folds and how many folds have p < 0.05)."""
-    rows = table.to_pylist()
-    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
-    classes = [r for r in rows if not r["comparison"].startswith("train vs test")]
-    splits = [r for r in rows if r["comparison"].startswith("train vs test")]
-
-    columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"]) for r in classes))
-    cell = {(r["method"], r["dataset"], r["variant"], r["comparison"]):
-            f"{r['a1']} / {r['expected_a1']:.1f} (p {_format_p(r['p_value'])})" for r in classes}
-    class_table = markdown_table(
-        [[m] + [cell.get((m, *c), "") for c in columns] for m in methods],
-        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns])
-
-    groups = list(dict.fromkeys((r["dataset"], r["variant"]) for r in splits))
-    p_values: dict[tuple, list[float]] = {}
-    for r in splits:
-        p_values.setdefault((r["method"], r["dataset"], r["variant"]), []).append(r["p_value"])
-
-    def split_cell(key: tuple) -> str:
-        ps = p_values.get(key)
-        if not ps:
-            return ""
+    def split_cell(folds: list[dict]) -> str:
+        ps = [r["p_value"] for r in folds]
         return f"{_format_p(min(ps))} ({sum(p < 0.05 for p in ps)}/{len(ps)})"
 
-    split_table = markdown_table([[m] + [split_cell((m, *g)) for g in groups] for m in methods],
-                                 ["method"] + [f"{d} ({v})" for d, v in groups])
+    class_table, split_table = comparison_tables(
+        table.to_pylist(),
+        lambda r: f"{r['a1']} / {r['expected_a1']:.1f} (p {_format_p(r['p_value'])})",
+        split_cell)
     return (
         "# Crossmatch tests\n\n## Class separability\n\n"
         "Cells: observed crossmatches A1 / expected A1 under the null (p = P(A1 <= a1)). "
