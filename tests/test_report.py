@@ -35,6 +35,12 @@ def folds_with_mean(mean_percent: float, dataset: str) -> list[float]:
     return [(mean_percent + d) / 100 for d in (-0.4, -0.2, 0.0, 0.2, 0.4)]
 
 
+def expect(datasets, variants, method_names, classifiers=("knn",)) -> dict[str, list[str]]:
+    """What a table job is told its scores cover (wmdeval.coverage)."""
+    return {"dataset": list(datasets), "variant": list(variants),
+            "method": list(method_names), "classifier": list(classifiers)}
+
+
 # --------------------------------------------------------------------------- tables
 
 
@@ -150,7 +156,8 @@ def test_collect_sorts_deterministically_and_rejects_duplicates(tmp_path):
 def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     scores = scores_table({("BOW (L1/L1)", "a"): [0.1], ("WMD", "a"): [0.2]}, n_test_empty=1)
     io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
-    written = report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a"])
+    written = report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
+                                expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]))
     assert sorted(p.name for p in written) == sorted(
         f"{name}.{ext}"
         for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean",
@@ -166,12 +173,14 @@ def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     assert "only the reference rows" in table8
 
 
+ALL_METHOD_NAMES = [*report.METHOD_NAMES, "WMD (10-d PCA)", "WMD-TF-IDF (5-d PCA)",
+                    "WMD (5-d PCA)", "WMD (2-d PCA)"]
+
+
 def _all_methods_scores(variant: str, offset: float = 0.0) -> pa.Table:
     """Every method of Table 2 plus three PCA methods and TF-IDF on PCA, two datasets."""
-    names = [*report.METHOD_NAMES, "WMD (10-d PCA)", "WMD-TF-IDF (5-d PCA)", "WMD (5-d PCA)",
-             "WMD (2-d PCA)"]
     errors = {(name, dataset): [0.10 + 0.01 * k + offset + 0.05 * d]
-              for k, name in enumerate(names) for d, dataset in enumerate(("a", "b"))}
+              for k, name in enumerate(ALL_METHOD_NAMES) for d, dataset in enumerate(("a", "b"))}
     return scores_table(errors, variant=variant)
 
 
@@ -184,7 +193,8 @@ def test_tables_3_7_and_8_rows_and_order(tmp_path):
     scores = pa.concat_tables([_all_methods_scores("original"),
                                _all_methods_scores("clean", offset=0.1)])
     io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
-    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a", "b"])
+    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
+                      expect(["a", "b"], ["original", "clean"], ALL_METHOD_NAMES))
 
     # Table 3: the paper's first block; Table 7: all 14 methods, in Table 2 order.
     assert [r[0] for r in _table_rows(tmp_path, "table3")] == \
@@ -320,8 +330,11 @@ def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
     allwords = scores_table({("BOW (L1/L1)", "a"): [0.1], ("TF-IDF (L1/L1)", "a"): [0.3]})
     io.write_table(main, tmp_path / "scores.parquet", schemas.SCORES)
     io.write_table(allwords, tmp_path / "allwords.parquet", schemas.SCORES)
-    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables", ["a"],
-                      allwords_path=tmp_path / "allwords.parquet")
+    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
+                      expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]),
+                      allwords_path=tmp_path / "allwords.parquet",
+                      allwords_expected=expect(["a"], ["original"],
+                                               ["BOW (L1/L1)", "TF-IDF (L1/L1)"]))
     table4 = (tmp_path / "tables" / "table4.csv").read_text(encoding="utf-8").splitlines()
     # all-words BOW 10 % / main BOW 20 % = 0.5; TF-IDF 30 % / 20 % = 1.5
     assert table4[1:] == ["BOW (L1/L1),10.0 *,0.500 *", "TF-IDF (L1/L1),30.0,1.500"]

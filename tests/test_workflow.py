@@ -236,3 +236,83 @@ def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
     run = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml")
     assert run.returncode == 0, run.stderr[-3000:]
     assert matrix.read_bytes() == before
+
+
+def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under results/ (logs and benchmarks aside): modification time and bytes."""
+    return {str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted(results.rglob("*"))
+            if p.is_file() and p.relative_to(results).parts[0] not in ("logs", "benchmarks")}
+
+
+MISSING_INPUT_CONFIGS = {
+    # the README's own-corpus example, without its data files
+    "my.yaml": (
+        "datasets:\n"
+        "  reviews:\n"
+        "    format: table\n"
+        "    path: data/reviews.tsv\n"
+        "    text_column: text\n"
+        "    label_column: label\n"
+        "    split_column: split\n"
+        "    embeddings: glove\n"
+        "    stopwords: kusner115\n"
+        "embeddings:\n"
+        "  glove:\n"
+        "    format: glove\n"
+        "    path: data/glove.6B.300d.txt\n"
+        "    limit: null\n"
+        "run: [reviews]\n"
+        "all_words: true\n",
+        "datasets.reviews.path: data/reviews.tsv: no such file",
+    ),
+    "gone.yaml": (
+        "datasets: {gone: {format: kusner-mat, path: /nonexistent/nothing.mat}}\n"
+        "run: [gone]\n",
+        "datasets.gone.path: /nonexistent/nothing.mat: no such file",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISSING_INPUT_CONFIGS))
+def test_second_config_with_a_missing_file_stops_as_in_a_fresh_directory(
+        finished_run, tmp_path, name):
+    """A finished directory must not hide a missing input behind its old outputs: the run
+    stops with the same one line as in a fresh directory, and rewrites nothing."""
+    text, message = MISSING_INPUT_CONFIGS[name]
+    config = tmp_path / name
+    config.write_text(text)
+    before = _snapshot(finished_run / "results")
+    run = snakemake(finished_run, "--configfile", "config/config.yaml", str(config))
+    assert run.returncode != 0, run.stdout[-3000:]
+    errors = [line for line in run.stderr.splitlines() if line.startswith("wmdeval:")]
+    assert len(errors) == 1 and message in errors[0], run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    assert _snapshot(finished_run / "results") == before
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    shutil.copy(REPO / "Snakefile", fresh)
+    shutil.copytree(REPO / "workflow" / "rules", fresh / "workflow" / "rules")
+    shutil.copytree(REPO / "config", fresh / "config")
+    in_fresh = snakemake(fresh, "--configfile", "config/config.yaml", str(config))
+    assert in_fresh.returncode == run.returncode
+    assert [line for line in in_fresh.stderr.splitlines() if line.startswith("wmdeval:")] \
+        == errors
+
+
+def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
+    """A config that covers fewer datasets plans every job that combines datasets again."""
+    config = tmp_path / "polarity_only.yaml"
+    config.write_text("run: [polarity]\n")
+    plan = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml",
+                     str(config), "-n")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
+    planned = {row[0] for row in rows if len(row) == 2 and row[1].isdigit()}
+    aggregates = {"collect_scores", "collect_scores_allwords", "tables", "figure3", "figure4",
+                  "figure5", "duplicates_table", "oov_table", "wmd_vs_bow_table", "n2o_report",
+                  "crossmatch_table", "corpus_distance_table", "ksc_report"}
+    assert aggregates <= planned, sorted(aggregates - planned)
+    # and nothing per dataset: polarity's own results are all there
+    assert not planned & {"ingest", "evaluate", "wmd_gather", "analyses"}

@@ -45,8 +45,10 @@ rule wmd_vs_bow_table:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_ANALYSIS,
     shell:
-        "wmdeval wmd-vs-bow-table --inputs {input} --csv {output.csv} --md {output.md}"
+        "wmdeval wmd-vs-bow-table --expect {params.expect:q} --inputs {input} --csv {output.csv} --md {output.md}"
         " 2> {log}"
 
 
@@ -103,8 +105,10 @@ rule n2o_report:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        expect=EXPECT_ANALYSIS,
     shell:
-        "wmdeval n2o-report --inputs {input} --heatmap {output.heatmap} --csv {output.csv}"
+        "wmdeval n2o-report --expect {params.expect:q} --inputs {input} --heatmap {output.heatmap} --csv {output.csv}"
         " --md {output.md} 2> {log}"
 
 
@@ -128,8 +132,10 @@ rule crossmatch_table:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_ANALYSIS,
     shell:
-        "wmdeval crossmatch-table --inputs {input} --csv {output.csv} --md {output.md}"
+        "wmdeval crossmatch-table --expect {params.expect:q} --inputs {input} --csv {output.csv} --md {output.md}"
         " 2> {log}"
 
 
@@ -153,8 +159,10 @@ rule corpus_distance_table:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_ANALYSIS,
     shell:
-        "wmdeval corpus-distance-table --inputs {input} --csv {output.csv} --md {output.md}"
+        "wmdeval corpus-distance-table --expect {params.expect:q} --inputs {input} --csv {output.csv} --md {output.md}"
         " 2> {log}"
 
 
@@ -187,6 +195,8 @@ rule ksc_report:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_ANALYSIS,
     shell:
-        "wmdeval ksc-report --inputs {input} --figures {output.figures} --csv {output.csv}"
+        "wmdeval ksc-report --expect {params.expect:q} --inputs {input} --figures {output.figures} --csv {output.csv}"
         " --md {output.md} 2> {log}"

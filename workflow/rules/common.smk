@@ -6,11 +6,21 @@ import sys
 from wmdeval import config as wmdeval_config
 from wmdeval.download import cache_name
 from wmdeval.io import WmdevalError
-from wmdeval.methods import WMD, WMD_TFIDF, method_by_slug
+from wmdeval.methods import (
+    BASELINES,
+    METHODS,
+    WMD,
+    WMD_TFIDF,
+    method_by_slug,
+    pca_method_name,
+)
 from wmdeval.wmd import gather_mem_mb, shard_resources as wmd_shard_resources
 
 try:
     wmdeval_config.validate(config, source="config")
+    # A missing input file must stop the run here: later, Snakemake would take the
+    # outputs an earlier run left in this directory as given and report success.
+    wmdeval_config.missing_local_files(config, source="config")
 except WmdevalError as error:
     # One line naming the key, before any job is planned.
     sys.exit(f"wmdeval: {error}")
@@ -279,12 +289,9 @@ def allwords_variant_inputs(wildcards):
 
 def allwords_scores():
     """Per-dataset scores of the all-words evaluation ([] when it is off)."""
-    if not config["all_words"]:
-        return []
-    datasets = [d for d in DATASETS if d in TEXT_DATASETS]
     return expand(
         "results/{dataset}/{variant}/allwords/scores.parquet",
-        dataset=datasets,
+        dataset=ALLWORDS_DATASETS,
         variant=VARIANTS,
     )
 
@@ -298,3 +305,31 @@ def variant_inputs(wildcards):
     if wildcards.variant == "clean":
         inputs["kept"] = f"results/{wildcards.dataset}/duplicates/kept.parquet"
     return inputs
+
+
+# What each aggregating job covers (wmdeval/coverage.py), passed as --expect: a parameter,
+# so the job reruns when it changes, and checked by the job, which writes nothing when
+# its input lacks a combination or holds one this run does not cover.
+CLASSIFIERS = ["knn", "wknn"]
+PAPER_METHODS = [method.name for method in METHODS]
+RUN_METHODS = PAPER_METHODS + [pca_method_name(WMD.name, dim) for dim in PCA_DIMS]
+ALLWORDS_DATASETS = (
+    [d for d in DATASETS if d in TEXT_DATASETS] if config["all_words"] else []
+)
+
+
+def expect(**columns):
+    """The --expect argument: {column: [values]} as JSON."""
+    return spec_json(columns)
+
+
+EXPECT_SCORES = expect(
+    dataset=DATASETS, variant=VARIANTS, method=RUN_METHODS, classifier=CLASSIFIERS
+)
+EXPECT_ALLWORDS = expect(
+    dataset=ALLWORDS_DATASETS,
+    variant=VARIANTS,
+    method=[method.name for method in BASELINES],
+    classifier=CLASSIFIERS,
+)
+EXPECT_ANALYSIS = expect(dataset=DATASETS, variant=VARIANTS, method=PAPER_METHODS)

@@ -57,8 +57,12 @@ rule duplicates_table:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        # the duplicates report has an original and a clean row, whatever the variants
+        expect=expect(dataset=DATASETS, variant=["original", "clean"]),
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
+        " --expect {params.expect:q}"
         " --title 'Duplicates (PROTOCOL §2, paper Table 1)'"
         " --note 'One row per dataset and variant; the clean variant must have no duplicates.'"
         " 2> {log}"

@@ -32,8 +32,11 @@ rule collect_scores:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_SCORES,
     shell:
-        "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
+        "wmdeval collect-scores --scores {input} --expect {params.expect:q}"
+        " --out {output} 2> {log}"
 
 
 rule collect_scores_allwords:
@@ -51,8 +54,11 @@ rule collect_scores_allwords:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=EXPECT_ALLWORDS,
     shell:
-        "wmdeval collect-scores --scores {input} --out {output} 2> {log}"
+        "wmdeval collect-scores --scores {input} --expect {params.expect:q}"
+        " --out {output} 2> {log}"
 
 
 rule tables:
@@ -80,13 +86,15 @@ rule tables:
         mem_mb=1000,
         runtime=10,
     params:
-        datasets=DATASETS,
+        expect=EXPECT_SCORES,
+        expect_allwords=EXPECT_ALLWORDS,
         allwords=lambda wildcards, input: (
             f"--allwords {input.allwords}" if input.allwords else ""
         ),
     shell:
         "wmdeval tables --scores {input.scores} --out-dir results/tables"
-        " --datasets {params.datasets} {params.allwords} 2> {log}"
+        " --expect {params.expect:q} --expect-allwords {params.expect_allwords:q}"
+        " {params.allwords} 2> {log}"
 
 
 rule figure3:
@@ -110,9 +118,11 @@ rule figure3:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        expect=EXPECT_SCORES,
     shell:
         "wmdeval figure3 --scores {input} --variant {wildcards.variant} --out {output.png}"
-        " 2> {log}"
+        " --expect {params.expect:q} 2> {log}"
 
 
 rule figure4:

@@ -76,6 +76,9 @@ rule oov_table:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        expect=expect(dataset=DATASETS),
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
+        " --expect {params.expect:q}"
         " --title 'Out-of-vocabulary filter and document-size control (PROTOCOL §3)' 2> {log}"

@@ -36,6 +36,23 @@ def _json(text: str):
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+def _expected(text: str) -> dict[str, list[str]]:
+    """``--expect``: what an aggregating job covers (see wmdeval.coverage)."""
+    from .coverage import parse_expected
+
+    try:
+        return parse_expected(text)
+    except WmdevalError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _expect_argument(p, name: str = "--expect", what: str = "the input",
+                     required: bool = False) -> None:
+    p.add_argument(name, type=_expected, default=None, required=required,
+                   help=f"what {what} must cover exactly: {{column: [values]}} as JSON; "
+                        "every combination must have rows, and no other")
+
+
 def _shard(text: str) -> tuple[int, int]:
     """Snakemake's scatter item '3-of-8' -> (2, 8), 0-based."""
     try:
@@ -266,7 +283,7 @@ def _(p):
 def _wmd_vs_bow_table(a):
     from .wmd_vs_bow import run_analysis_table
 
-    run_analysis_table(a.inputs, a.csv, a.md)
+    run_analysis_table(a.inputs, a.csv, a.md, a.expect)
 
 
 @command("wmd-vs-bow-table", "combine the WMD-vs-BOW analyses")(_wmd_vs_bow_table)
@@ -286,6 +303,7 @@ def _table_arguments(p) -> None:
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--csv", required=True)
     p.add_argument("--md", required=True)
+    _expect_argument(p, what="the inputs (dataset, variant, method)")
 
 
 def _name_and_path(text: str) -> tuple[str, str]:
@@ -318,7 +336,7 @@ def _(p):
 def _n2o_report(a):
     from .n2o import run_n2o_report
 
-    run_n2o_report(a.inputs, a.heatmap, a.csv, a.md)
+    run_n2o_report(a.inputs, a.heatmap, a.csv, a.md, expected=a.expect)
 
 
 @command("n2o-report", "N2O heatmaps and the robustness table")(_n2o_report)
@@ -330,7 +348,7 @@ def _(p):
 def _crossmatch_table(a):
     from .crossmatch import run_crossmatch_table
 
-    run_crossmatch_table(a.inputs, a.csv, a.md)
+    run_crossmatch_table(a.inputs, a.csv, a.md, a.expect)
 
 
 @command("crossmatch-table", "combine crossmatch results")(_crossmatch_table)
@@ -341,7 +359,7 @@ def _(p):
 def _corpus_distance_table(a):
     from .corpus_distance import run_corpus_distance_table
 
-    run_corpus_distance_table(a.inputs, a.csv, a.md)
+    run_corpus_distance_table(a.inputs, a.csv, a.md, a.expect)
 
 
 @command("corpus-distance-table", "combine corpus distances")(_corpus_distance_table)
@@ -352,7 +370,7 @@ def _(p):
 def _ksc_report(a):
     from .corpus_distance import run_ksc_report
 
-    run_ksc_report(a.inputs, a.figures, a.csv, a.md)
+    run_ksc_report(a.inputs, a.figures, a.csv, a.md, a.expect)
 
 
 @command("ksc-report", "KSC trajectory figures and how monotone each method's is")(_ksc_report)
@@ -365,33 +383,36 @@ def _(p):
 def _collect(a):
     from .report import run_collect
 
-    run_collect(a.scores, a.out)
+    run_collect(a.scores, a.out, a.expect)
 
 
 @command("collect-scores", "concatenate per-dataset scores")(_collect)
 def _(p):
-    p.add_argument("--scores", nargs="+", required=True)
+    p.add_argument("--scores", nargs="*", required=True)
     p.add_argument("--out", required=True)
+    _expect_argument(p, what="the scores (dataset, variant, method, classifier)")
 
 
 def _tables(a):
     from .report import run_tables
 
-    run_tables(a.scores, a.out_dir, a.datasets, a.allwords)
+    run_tables(a.scores, a.out_dir, a.expect, a.allwords, a.expect_allwords)
 
 
 @command("tables", "write the paper's tables as CSV and Markdown")(_tables)
 def _(p):
     p.add_argument("--scores", required=True)
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--datasets", nargs="+", required=True)
     p.add_argument("--allwords", default=None, help="scores with every word kept (Tables 4/5)")
+    _expect_argument(p, what="the scores (dataset, variant, method, classifier); its "
+                     "datasets are the columns, in order", required=True)
+    _expect_argument(p, "--expect-allwords", what="the all-words scores")
 
 
 def _summaries(a):
     from .report import run_summaries
 
-    run_summaries(a.inputs, a.csv, a.md, a.title, a.note)
+    run_summaries(a.inputs, a.csv, a.md, a.title, a.note, a.expect)
 
 
 @command("summary-table", "combine one-row Parquet reports into CSV + Markdown")(_summaries)
@@ -401,12 +422,13 @@ def _(p):
     p.add_argument("--md", required=True)
     p.add_argument("--title", required=True)
     p.add_argument("--note", default="One row per dataset.")
+    _expect_argument(p, what="the rows (dataset, and variant where reported)")
 
 
 def _figure3(a):
     from .figures import run_figure3
 
-    run_figure3(a.scores, a.out, a.variant)
+    run_figure3(a.scores, a.out, a.variant, a.expect)
 
 
 @command("figure3", "bar chart of kNN errors")(_figure3)
@@ -414,6 +436,7 @@ def _(p):
     p.add_argument("--scores", required=True)
     p.add_argument("--variant", required=True)
     p.add_argument("--out", required=True)
+    _expect_argument(p, what="the scores; its datasets are the panels, in order")
 
 
 def _figure4(a):

@@ -118,3 +118,49 @@ def selected_datasets(config: dict[str, Any]) -> list[str]:
     """The datasets this run processes, in config order."""
     run = config.get("run")
     return list(run) if run else list(config["datasets"])
+
+
+#: Stop-word choices that name a bundled list or none; anything else is a file path.
+_NAMED_STOPWORDS = ("kusner115", "none")
+
+
+def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(config key, path) of every local file the selected datasets read: their
+    ``path``, a stop-word file, and the ``path`` of their embeddings (or, for embeddings
+    the workflow trains, of the datasets it trains on).
+
+    No rule makes these files, so when one is missing Snakemake cannot build what
+    depends on it. In a directory that still holds outputs of an earlier run, it would
+    then take those outputs as given and rerun only the jobs after them, so this list
+    is checked before any job is planned (see :func:`missing_local_files`).
+    """
+    datasets, embeddings = config["datasets"], config["embeddings"]
+    found: dict[str, str] = {}
+
+    def dataset_files(name: str) -> None:
+        spec = datasets[name]
+        if "path" in spec:
+            found.setdefault(f"datasets.{name}.path", spec["path"])
+        stopwords = spec.get("stopwords")
+        if isinstance(stopwords, str) and stopwords not in _NAMED_STOPWORDS:
+            found.setdefault(f"datasets.{name}.stopwords", stopwords)
+
+    for name in selected_datasets(config):
+        dataset_files(name)
+        embedding = datasets[name].get("embeddings")
+        if embedding is None:
+            continue
+        spec = embeddings[embedding]
+        if "path" in spec:
+            found.setdefault(f"embeddings.{embedding}.path", spec["path"])
+        for trained_on in spec.get("train_on") or []:
+            dataset_files(trained_on)
+    return list(found.items())
+
+
+def missing_local_files(config: dict[str, Any], source: str = "config") -> None:
+    """Raise WmdevalError naming the first local input file of the run that is absent."""
+    for key, path in local_files(config):
+        if not Path(path).is_file():
+            raise WmdevalError(f"{source}: {key}: {path}: no such file (paths are relative "
+                               "to the working directory)")

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import io, schemas
+from .coverage import Expected, require_exact_coverage, sources
 from .crossmatch import comparison_tables, comparisons, defined_subset
 from .n2o import Corpus
 from .report import markdown_table, method_sort_key
@@ -152,9 +153,11 @@ def corpus_distance_markdown(table: pa.Table) -> str:
 
 
 def run_corpus_distance_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                              md_path: str | os.PathLike) -> None:
-    """All corpus-distance rows as CSV and compact Markdown tables."""
-    table = io.read_tables(paths, CORPUS_DISTANCES)
+                              md_path: str | os.PathLike,
+                              expected: Expected | None = None) -> None:
+    """All corpus-distance rows as CSV and compact Markdown tables; the rows must cover
+    exactly ``expected`` when given (:mod:`wmdeval.coverage`)."""
+    table = io.read_tables(paths, CORPUS_DISTANCES, expected)
     io.write_csv(csv_path, table)
     io.write_text(md_path, corpus_distance_markdown(table))
 
@@ -396,16 +399,21 @@ def ksc_title(table: pa.Table) -> str:
 
 
 def run_ksc_report(paths: Sequence[str | os.PathLike], figure_paths: Sequence[str | os.PathLike],
-                   csv_path: str | os.PathLike, md_path: str | os.PathLike) -> None:
+                   csv_path: str | os.PathLike, md_path: str | os.PathLike,
+                   expected: Expected | None = None) -> None:
     """One trajectory figure per KSC table (``figure_paths[i]`` for ``paths[i]``) and the
-    monotonicity table of them all."""
+    monotonicity table of them all; the rows must cover exactly ``expected`` when given
+    (:mod:`wmdeval.coverage`), checked before any figure is drawn."""
     if len(figure_paths) != len(paths):
         raise io.WmdevalError(f"ksc-report: {len(paths)} KSC table(s) but "
                               f"{len(figure_paths)} figure path(s); expected one per table")
     tables = [io.read_table(p, KSC).cast(KSC) for p in paths]
+    combined = pa.concat_tables(tables) if tables else KSC.empty_table()
+    if expected is not None:
+        require_exact_coverage(combined, expected, sources(paths))
     for table, figure_path in zip(tables, figure_paths, strict=True):
         ksc_figure(table, figure_path, ksc_title(table))
-    write_ksc_table(pa.concat_tables(tables) if tables else KSC.empty_table(), csv_path, md_path)
+    write_ksc_table(combined, csv_path, md_path)
 
 
 def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,

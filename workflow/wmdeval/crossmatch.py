@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
 from . import io, schemas
+from .coverage import Expected
 from .n2o import Corpus
 from .report import markdown_table, method_sort_key
 
@@ -523,9 +524,10 @@ def crossmatch_markdown(table: pa.Table) -> str:
 
 
 def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                         md_path: str | os.PathLike) -> None:
-    """All crossmatch rows as CSV (long format) and compact Markdown tables."""
-    table = io.read_tables(paths, CROSSMATCH)
+                         md_path: str | os.PathLike, expected: Expected | None = None) -> None:
+    """All crossmatch rows as CSV (long format) and compact Markdown tables; the rows
+    must cover exactly ``expected`` when given (:mod:`wmdeval.coverage`)."""
+    table = io.read_tables(paths, CROSSMATCH, expected)
     io.write_csv(csv_path, table)
     io.write_text(md_path, crossmatch_markdown(table))
 

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from . import baselines, methods, report, schemas
+from .coverage import Expected, require_exact_coverage
 from .io import (
     WmdevalError,
     atomic_path,
@@ -148,9 +149,15 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
 
 
 def run_figure3(scores_path: str | os.PathLike, out_png: str | os.PathLike,
-                variant: str = "original", datasets: Sequence[str] | None = None,
+                variant: str = "original", expected: Expected | None = None,
                 unnormalised: str = "None/L2") -> tuple[Path, Path]:
+    """Figure 3 of ``variant``; with ``expected`` (:mod:`wmdeval.coverage`) the scores
+    must cover exactly it, and its datasets are the panels, in order."""
     scores = read_table(scores_path, schemas.SCORES)
+    datasets = None
+    if expected is not None:
+        require_exact_coverage(scores, expected, str(scores_path))
+        datasets = list(expected["dataset"])
     return figure3(scores, variant, out_png, datasets, unnormalised)
 
 

@@ -10,7 +10,7 @@ import contextlib
 import csv
 import io as stdio
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -64,11 +64,21 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.T
     return table
 
 
-def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema) -> pa.Table:
+def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema,
+                expected: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """Parquet files with ``schema``'s columns, cast to it and concatenated in order (an
-    empty table of ``schema`` for no paths): the per-variant results a table job combines."""
+    empty table of ``schema`` for no paths): the per-variant results a table job combines.
+
+    With ``expected`` (see :mod:`wmdeval.coverage`), the rows must cover exactly the
+    datasets, variants and methods of the run, or WmdevalError names what is missing.
+    """
     tables = [read_table(path, schema).cast(schema) for path in paths]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    if expected is not None:
+        from .coverage import require_exact_coverage, sources
+
+        require_exact_coverage(table, expected, sources(paths))
+    return table
 
 
 def write_distances(matrix: np.ndarray, doc_ids: np.ndarray, path: str | os.PathLike,

@@ -24,6 +24,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from . import baselines, io, schemas
+from .coverage import Expected, with_method_column
 from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, METHODS, Method
 from .report import method_sort_key, write_table_files
@@ -316,10 +317,14 @@ def n2o_heatmap(panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | st
 
 def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.PathLike,
                    robustness_csv: str | os.PathLike, robustness_md: str | os.PathLike,
-                   k: int | None = None) -> None:
+                   k: int | None = None, expected: Expected | None = None) -> None:
     """Heatmap (one panel per dataset variant, at ``k``: default the middle k) and the
-    k-robustness table (Spearman's ρ of pair rankings between each two k)."""
-    table = io.read_tables(paths, N2O)
+    k-robustness table (Spearman's ρ of pair rankings between each two k). With
+    ``expected`` (:mod:`wmdeval.coverage`), every dataset variant must have rows for
+    every method (as the first of a pair; pairs include a method with itself)."""
+    if expected is not None:
+        expected = with_method_column(expected, "method_a")
+    table = io.read_tables(paths, N2O, expected)
     means = mean_over_folds(table)
     variants = list(dict.fromkeys((d, v) for d, v, _ in means))
     ks = sorted({kk for _, _, kk in means})

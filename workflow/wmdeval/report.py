@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from . import methods as methods_module
 from . import schemas
+from .coverage import Expected, require_exact_coverage
+from .coverage import sources as coverage_sources
 from .io import WmdevalError, read_table, read_tables, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
@@ -71,14 +73,17 @@ def method_sort_key(name: str) -> tuple:
     return (2, 0, (0, ""), name)
 
 
-def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
+def collect_scores(paths: Sequence[str | os.PathLike],
+                   expected: Expected | None = None) -> pa.Table:
     """Concatenate SCORES files, sorted by dataset (order of first appearance in
     ``paths``), variant, method (Table 2 row order), classifier and fold.
 
     A (dataset, variant, method, classifier, fold) key present twice means two inputs
-    overlap, which would silently double-count a fold, so it is an error.
+    overlap, which would silently double-count a fold, so it is an error. With
+    ``expected``, the rows must cover exactly those datasets, variants, methods and
+    classifiers (:mod:`wmdeval.coverage`).
     """
-    table = read_tables(paths, schemas.SCORES)
+    table = read_tables(paths, schemas.SCORES, expected)
     columns = {name: table.column(name).to_pylist() for name in schemas.SCORES.names}
     dataset_order = list(dict.fromkeys(columns["dataset"]))
 
@@ -99,9 +104,10 @@ def collect_scores(paths: Sequence[str | os.PathLike]) -> pa.Table:
     return table.take(pa.array(order, type=pa.int64()))
 
 
-def run_collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> None:
+def run_collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike,
+                expected: Expected | None = None) -> None:
     """Write ``results/scores.parquet`` from the per-(dataset, variant) score files."""
-    write_table(collect_scores(paths), out_path, schemas.SCORES)
+    write_table(collect_scores(paths, expected), out_path, schemas.SCORES)
 
 
 # --------------------------------------------------------------------------- tables
@@ -239,6 +245,9 @@ class TableSpec:
     # dimensions were run is a config choice, so the rows come from the scores.
     with_pca_methods: bool = False
     extra_note: str = ""
+    # Scores with every word kept (Tables 4/5): their columns are the datasets that have
+    # them (raw-text datasets, with all_words on), not every dataset of the run.
+    all_words: bool = False
 
 
 _FIRST_BLOCK = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
@@ -269,9 +278,11 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("table7", "Table 7: kNN test error (%), clean data, all normalisations and "
               "metrics", "clean", "knn", METHOD_NAMES),
     TableSpec("table4", "Table 4: kNN test error (%) with all words kept, original data",
-              allwords_variant("original"), "knn", _ALLWORDS_METHODS, "original"),
+              allwords_variant("original"), "knn", _ALLWORDS_METHODS, "original",
+              all_words=True),
     TableSpec("table5", "Table 5: kNN test error (%) with all words kept, clean data",
-              allwords_variant("clean"), "knn", _ALLWORDS_METHODS, "clean"),
+              allwords_variant("clean"), "knn", _ALLWORDS_METHODS, "clean",
+              all_words=True),
     TableSpec("table6", "Table 6: weighted kNN (wkNN) test error (%), original data",
               "original", "wknn", _WKNN_METHODS),
     TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
@@ -324,8 +335,11 @@ def empty_test_documents(scores: pa.Table, variant: str, classifier: str) -> dic
 
 def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
     if not has_rows:
-        return (f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}': "
-                "this table has no rows.")
+        if spec.all_words:
+            return ("No dataset of this run has scores with every word kept (all_words is "
+                    "off, or no dataset has raw text): this table has no rows.")
+        return (f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}' "
+                "(the variant is not in this run's variants): this table has no rows.")
     reference = spec.reference_variant or spec.variant
     lines = [
         "Test error in percent: mean ± standard deviation over the folds (ddof = 0) for "
@@ -349,34 +363,50 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
 
 
 def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
-               datasets: Sequence[str] | None = None,
-               allwords_path: str | os.PathLike | None = None) -> list[Path]:
+               expected: Expected, allwords_path: str | os.PathLike | None = None,
+               allwords_expected: Expected | None = None) -> list[Path]:
     """Write every table of TABLES as .csv and .md into ``out_dir``.
 
-    ``datasets`` gives the columns and their order (default: the order in the scores).
-    ``allwords_path``: scores of the baselines with every word kept (Tables 4/5); their
-    rel. is relative to BOW (L1/L1) of the main scores, as in the paper. Returns the
-    written paths.
+    ``expected`` is what the run covers (:mod:`wmdeval.coverage`): the scores must hold
+    exactly its datasets, variants, methods and classifiers, and its datasets are the
+    columns, in order. ``allwords_path``: scores of the baselines with every word kept
+    (Tables 4/5), covering exactly ``allwords_expected``; their rel. is relative to BOW
+    (L1/L1) of the main scores, as in the paper. Nothing is written when a check fails.
+    Returns the written paths.
     """
     scores = read_table(scores_path, schemas.SCORES)
-    if datasets is None:
-        datasets = list(dict.fromkeys(scores.column("dataset").to_pylist()))
+    require_exact_coverage(scores, expected, str(scores_path))
+    datasets = list(expected["dataset"])
+    allwords_datasets: list[str] = []
     if allwords_path is not None:
+        if allwords_expected is None:
+            raise WmdevalError(f"{allwords_path}: all-words scores given without what they "
+                               "are expected to cover")
         allwords = read_table(allwords_path, schemas.SCORES)
+        require_exact_coverage(allwords, allwords_expected, str(allwords_path))
+        allwords_datasets = list(allwords_expected["dataset"])
         variants = allwords.column("variant").to_pylist()
         renamed = pa.array([allwords_variant(v) for v in variants], pa.string())
         allwords = allwords.set_column(allwords.schema.get_field_index("variant"), "variant",
                                        renamed)
         scores = pa.concat_tables([scores, allwords.cast(scores.schema)])
+    elif allwords_expected is not None and any(allwords_expected.values()):
+        raise WmdevalError(f"{scores_path}: the run covers scores with every word kept, "
+                           "but none were given")
     out_dir = Path(out_dir)
-    written = []
+    tables = []
     for spec in TABLES:
+        columns = allwords_datasets if spec.all_words else datasets
         rows = paper_table(scores, spec.variant, spec.classifier, table_methods(spec, scores),
-                           datasets,
+                           columns,
                            reference_variant=spec.reference_variant or spec.variant,
                            reference_classifier="knn")
+        tables.append((spec, columns, rows))
+    # Every check above passed before the first file is written.
+    written = []
+    for spec, columns, rows in tables:
         csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
-        write_table_files(rows, table_header(datasets), csv_path, md_path, spec.title,
+        write_table_files(rows, table_header(columns), csv_path, md_path, spec.title,
                           table_note(spec, scores, bool(rows)))
         written += [csv_path, md_path]
     return written
@@ -399,7 +429,13 @@ def summary_rows(tables: Sequence[pa.Table]) -> tuple[list[str], list[list[str]]
 
 def run_summaries(inputs: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                   md_path: str | os.PathLike, title: str,
-                  note: str = "One row per dataset.") -> None:
-    """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table."""
-    header, rows = summary_rows([read_table(path) for path in inputs])
+                  note: str = "One row per dataset.",
+                  expected: Expected | None = None) -> None:
+    """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table,
+    whose rows must cover exactly ``expected`` when it is given."""
+    tables = [read_table(path) for path in inputs]
+    if expected is not None:
+        combined = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+        require_exact_coverage(combined, expected, coverage_sources(inputs))
+    header, rows = summary_rows(tables)
     write_table_files(rows, header, csv_path, md_path, title, note)

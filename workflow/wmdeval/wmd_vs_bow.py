@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import baselines, io, schemas
+from .coverage import Expected, with_method_column
 from .evaluate import rank_neighbours
 from .methods import BY_NAME, BY_SLUG, Method
 from .n2o import Corpus, read_corpus
@@ -342,9 +343,12 @@ def table_rows(table: pa.Table, datasets: Sequence[str]) -> list[list[str]]:
 
 
 def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                       md_path: str | os.PathLike) -> None:
-    """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table."""
-    table = io.read_tables(paths, WMD_VS_BOW)
+                       md_path: str | os.PathLike, expected: Expected | None = None) -> None:
+    """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table; with
+    ``expected`` (:mod:`wmdeval.coverage`), its WMD methods of each dataset variant."""
+    if expected is not None:
+        expected = with_method_column(expected, "method_a", keep=[BY_SLUG[slug].name for slug in COMPARED_WITH])
+    table = io.read_tables(paths, WMD_VS_BOW, expected)
     datasets = list(dict.fromkeys(table.column("dataset").to_pylist()))
     write_table_files(table_rows(table, datasets), HEADER, csv_path, md_path, TITLE, NOTE)
 
