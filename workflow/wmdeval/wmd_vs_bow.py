@@ -347,7 +347,8 @@ def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.Pa
     """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table; with
     ``expected`` (:mod:`wmdeval.coverage`), its WMD methods of each dataset variant."""
     if expected is not None:
-        expected = with_method_column(expected, "method_a", keep=[BY_SLUG[slug].name for slug in COMPARED_WITH])
+        wmd_names = [BY_SLUG[slug].name for slug in COMPARED_WITH]
+        expected = with_method_column(expected, "method_a", keep=wmd_names)
     table = io.read_tables(paths, WMD_VS_BOW, expected)
     datasets = list(dict.fromkeys(table.column("dataset").to_pylist()))
     write_table_files(table_rows(table, datasets), HEADER, csv_path, md_path, TITLE, NOTE)
