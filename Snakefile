@@ -1,6 +1,6 @@
 # wmdeval: the kNN document-classification benchmark of Word Mover's Distance against
 # BOW and TF-IDF baselines, as re-evaluated by Sato, Yamada and Kashima (ICML 2022).
-# The stages below follow the experiment of PROTOCOL.md in order.
+# The stages below follow the experiment of docs/protocol.md in order.
 
 
 configfile: "config/config.yaml"

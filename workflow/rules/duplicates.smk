@@ -63,6 +63,6 @@ rule duplicates_table:
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
         " --expect {params.expect:q}"
-        " --title 'Duplicates (PROTOCOL §2, paper Table 1)'"
+        " --title 'Duplicates (docs/protocol.md §3, paper Table 1)'"
         " --note 'One row per dataset and variant; the clean variant must have no duplicates.'"
         " 2> {log}"

@@ -81,4 +81,5 @@ rule oov_table:
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
         " --expect {params.expect:q}"
-        " --title 'Out-of-vocabulary filter and document-size control (PROTOCOL §3)' 2> {log}"
+        " --title 'Out-of-vocabulary filter and document-size control"
+        " (docs/protocol.md §4)' 2> {log}"

@@ -1,4 +1,4 @@
-"""The 12 BOW / TF-IDF baselines (PROTOCOL §4): 3 normalisations x 2 metrics.
+"""The 12 BOW / TF-IDF baselines (docs/protocol.md §5.1): 3 normalisations x 2 metrics.
 
 Baseline distances are cheap and, for TF-IDF, depend on the fold (IDF from the
 fold's training documents), so they are computed where they are used instead of

@@ -1,4 +1,4 @@
-"""Duplicate detection and removal (PROTOCOL §2, the paper's "Misleading Point 1").
+"""Duplicate detection and removal (docs/protocol.md §3, the paper's "Misleading Point 1").
 
 Two documents are duplicates when their bags of words are identical. DOCUMENTS stores
 each document's words sorted and distinct, so the (word, count) sequence *is* the

@@ -1,4 +1,4 @@
-"""kNN and weighted kNN classification with validation tuning (PROTOCOL §5, §6).
+"""kNN and weighted kNN classification with validation tuning (docs/protocol.md §6, §7).
 
 Everything here works on distance arrays in which NaN means "undefined": the
 distance from or to a document without words (or, for WMD-TF-IDF, without TF-IDF
@@ -193,7 +193,7 @@ def validation_split(n_train: int, test_size: float, seed: int) -> tuple[np.ndar
 
 
 def resolve_settings(settings: Mapping | None) -> dict:
-    """Defaults (PROTOCOL §5, §6) overridden by ``settings``; checked."""
+    """Defaults (docs/protocol.md §6, §7) overridden by ``settings``; checked."""
     resolved = copy.deepcopy(DEFAULT_SETTINGS)
     for key, value in (settings or {}).items():
         if isinstance(value, Mapping) and isinstance(resolved.get(key), dict):

@@ -1,4 +1,4 @@
-"""Ingest the Kusner et al. (2015) benchmark ``.mat`` files (PROTOCOL §1).
+"""Ingest the Kusner et al. (2015) benchmark ``.mat`` files (docs/protocol.md §2).
 
 A file holds, per document, one word vector per distinct word (a dim x u matrix), the
 count of each of those words, and optionally the word strings. Two layouts exist:

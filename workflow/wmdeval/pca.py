@@ -1,4 +1,4 @@
-"""Low-dimensional word embeddings by PCA (PROTOCOL §6, the paper's Table 8 and the
+"""Low-dimensional word embeddings by PCA (docs/protocol.md §8, the paper's Table 8 and the
 bottom rows of Figures 4 and 5).
 
 The paper fits PCA on the word vectors as stored in the dataset files, where every

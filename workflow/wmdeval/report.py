@@ -2,7 +2,7 @@
 
 Every cell is the test error in percent over the folds of one dataset: "mean ± std"
 (numpy's std, ddof = 0) for five-fold datasets, a single number for one-fold datasets
-(PROTOCOL §6). The "rel." column is the mean over datasets of a method's mean error
+(docs/protocol.md §7). The "rel." column is the mean over datasets of a method's mean error
 divided by the mean error of a reference row, BOW (L1/L1) with kNN by default.
 """
 

@@ -1,4 +1,4 @@
-"""Vocabulary: out-of-vocabulary filtering (PROTOCOL §3), document-size control, and the
+"""Vocabulary: out-of-vocabulary filtering (docs/protocol.md §4), document-size control, and the
 per-variant document sets.
 
 The filter is decided once on the original documents and applied to every variant,

@@ -1,4 +1,4 @@
-"""Exact Word Mover's Distance matrices, solved in shards (PROTOCOL §4 and §6).
+"""Exact Word Mover's Distance matrices, solved in shards (docs/protocol.md §5 and §7).
 
 WMD between two documents is the optimal-transport cost between their word
 weights (L1-normalised counts, or tf-idf for WMD-TF-IDF), with the Euclidean
