@@ -92,3 +92,17 @@ def test_table_errors_name_file_and_column(tmp_path):
         ingest.read_text_table(path, "text", "label", None)
     with pytest.raises(WmdevalError, match="file not found"):
         ingest.read_text_table(tmp_path / "none.csv", "text", "label", None)
+
+
+def test_numeric_labels_get_codes_in_numeric_order():
+    """Kusner .mat labels are numbers: 2 must precede 10, so a kNN vote tie goes to the
+    smallest label as the protocol says, not to the alphabetically first one."""
+    from collections import Counter
+
+    from wmdeval.ingest import documents_table, label_order
+
+    assert label_order(["10", "2", "1", "2"]) == ["1", "2", "10"]
+    assert label_order(["1.5", "-3", "10"]) == ["-3", "1.5", "10"]
+    assert label_order(["b", "10", "a"]) == ["10", "a", "b"]  # not all numbers: by text
+    table = documents_table([Counter({"w": 1})] * 3, ["10", "2", "1"])
+    assert table.column("y").to_pylist() == [2, 1, 0]

@@ -162,9 +162,21 @@ def read_text_table(path: Path, text_column: str, label_column: str,
 
 
 # ------------------------------------------------------------------------------- tables
+def label_order(names: Sequence[str]) -> list[str]:
+    """Distinct label names in code order: by value when every name is a number (the
+    Kusner files' labels 1..20, so 2 comes before 10 and kNN's tie rule, smallest label
+    wins, means the smallest number), else alphabetically."""
+    distinct = set(names)
+    try:
+        return sorted(distinct, key=lambda name: (float(name), name))
+    except ValueError:
+        return sorted(distinct)
+
+
 def documents_table(bags: Sequence[Counter], labels: Sequence[str]) -> pa.Table:
-    """Bags of words + labels -> DOCUMENTS (words sorted, label codes by sorted name)."""
-    names = sorted(set(labels))
+    """Bags of words + labels -> DOCUMENTS (words sorted, label codes in
+    :func:`label_order`)."""
+    names = label_order(labels)
     code = {name: c for c, name in enumerate(names)}
     words = [sorted(bag) for bag in bags]
     counts = [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)]

@@ -21,7 +21,8 @@ DOCUMENTS = pa.schema(
     [
         _field("doc_id", pa.int32(), "0-based document id, stable across all stages"),
         _field("label", pa.string(), "class label as written in the source"),
-        _field("y", pa.int32(), "label code: index of `label` in the sorted label names"),
+        _field("y", pa.int32(),
+               "label code: index of `label` in the label names, by value if all are numbers"),
         _field("words", pa.list_(pa.string()), "distinct words of the document, sorted"),
         _field("counts", pa.list_(pa.float64()), "count of each word in `words` (> 0)"),
     ]
