@@ -160,9 +160,10 @@ def test_conda_env_file_has_the_dependencies_of_pyproject():
     }
     listed = {requirement_name(d): d for d in yaml.safe_load(ENV_FILE.read_text())["dependencies"]}
     assert {name: listed.get(name) for name in wanted} == wanted
-    # The post-deploy script builds wmdeval with the environment's own build backend.
-    assert listed["setuptools"] == "setuptools>=70.1"
-    assert pyproject["build-system"]["requires"] == ["setuptools>=68"]
+    # The post-deploy script builds wmdeval with the environment's own build backend: the
+    # setuptools the test extras ask for, the one test_install builds with (>= 70.1 builds
+    # wheels without the `wheel` package).
+    assert listed["setuptools"] in pyproject["project"]["optional-dependencies"]["test"]
 
 
 def test_snakemake_finds_the_post_deploy_script(tmp_path):
