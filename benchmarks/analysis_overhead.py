@@ -53,8 +53,7 @@ def snakemake(workdir: Path, cores: int, *args: str) -> tuple[float, float]:
 def fresh_copy(tmp: str) -> Path:
     workdir = Path(tmp)
     shutil.copy(REPO / "Snakefile", workdir)
-    for part in ("workflow/rules", "workflow/report", "workflow/schemas", "config", "envs",
-                 "profiles"):
+    for part in ("workflow/rules", "workflow/report", "config", "envs", "profiles"):
         shutil.copytree(REPO / part, workdir / part)
     (workdir / "no_analyses.yaml").write_text(NO_ANALYSES)
     return workdir

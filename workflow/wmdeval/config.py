@@ -1,4 +1,4 @@
-"""Config validation against workflow/schemas/config.schema.yaml, with defaults.
+"""Config validation against the schema wmdeval/data/config.schema.yaml, with defaults.
 
 Errors are one line naming the key (``datasets.news.fromat: unknown key``), so a
 misspelling stops the workflow before any job runs.
@@ -7,7 +7,7 @@ misspelling stops the workflow before any job runs.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import jsonschema
@@ -15,12 +15,13 @@ import yaml
 
 from .io import WmdevalError
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+# Package data, read through importlib.resources: it must be found in any install of
+# wmdeval (a wheel too), not only next to a source checkout.
+SCHEMA = resources.files("wmdeval") / "data" / "config.schema.yaml"
 
 
 def load_schema() -> dict:
-    with open(SCHEMA_PATH) as handle:
-        return yaml.safe_load(handle)
+    return yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
 
 
 def _with_defaults(validator_class):

@@ -14,6 +14,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,8 @@ import pyarrow as pa
 from . import schemas
 from .io import WmdevalError, write_table
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-STOPWORD_LISTS = {"kusner115": REPO_ROOT / "resources" / "stopwords" / "kusner115.txt"}
+# Named stop-word lists ship as package data, so any install of wmdeval (a wheel too) has them.
+STOPWORD_LISTS = {"kusner115": resources.files("wmdeval") / "data" / "stopwords" / "kusner115.txt"}
 _LETTERS = re.compile(r"[a-z]+")
 
 
@@ -33,7 +34,7 @@ def load_stopwords(choice: str) -> frozenset[str]:
     if choice == "none":
         return frozenset()
     path = STOPWORD_LISTS.get(choice, Path(choice))
-    if not path.exists():
+    if not path.is_file():
         raise WmdevalError(f"{path}: stop-word list not found (stopwords: {choice!r})")
     return frozenset(w.strip().lower() for w in path.read_text().split() if w.strip())
 
