@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,8 @@ SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 @pytest.fixture(scope="module")
 def big_corpus(tmp_path_factory) -> tuple[Path, Path]:
     """400 documents of 40-60 distinct words over 2,000 words in 50 dimensions: one shard
-    of all 79,800 pairs takes well over a minute, so a signal always lands mid-solve."""
+    of all 79,800 pairs solves for about 50 s on one core here, so a signal sent a second
+    into the solve lands mid-solve."""
     directory = tmp_path_factory.mktemp("corpus")
     rng = np.random.default_rng(0)
     vocabulary = np.array([f"w{k:04d}" for k in range(2000)])
@@ -37,8 +39,6 @@ def big_corpus(tmp_path_factory) -> tuple[Path, Path]:
         }
         for size in rng.integers(40, 61, 400)
     ]
-    from collections import Counter
-
     documents = documents_table([Counter(bag) for bag in bags], ["a", "b"] * 200)
     vectors = rng.standard_normal((len(vocabulary), 50)).astype(np.float32)
     embeddings = pa.table(
