@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from .io import WmdevalError
@@ -497,15 +499,42 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: unwind (temporary files are removed on the way) and stop."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame) -> None:
+    # A second signal while unwinding would cut short the removal of temporary files.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit status: 0 done, 1 bad input (one line), 130 or 143 (128 + the
+    signal) interrupted by SIGINT or SIGTERM (one line, no output left behind)."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     args = parser().parse_args(argv)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         args.run(args)
     except WmdevalError as exc:
         print(f"wmdeval {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"wmdeval {args.command}: interrupted", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return 0
 
 

@@ -7,7 +7,10 @@ misspelling stops the workflow before any job runs.
 from __future__ import annotations
 
 import copy
+import math
+import re
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -65,6 +68,7 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
 
     Raises WmdevalError with a one-line message naming ``source`` and the key.
     """
+    coerce_strings(config, load_schema())
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
@@ -73,6 +77,100 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
         raise WmdevalError(f"{source}: {_one_line(error)}")
     _check_references(config, source)
     return config
+
+
+# ------------------------------------------------------------------ command-line strings
+# Snakemake's `--config key=value` reads a top-level value as int, float, True/False or YAML
+# with every scalar a string: `wmd='{shards: 16}'` arrives as {"shards": "16"},
+# `all_words=false` as "false", `run=null` as "null". Such strings are read as the type the
+# schema expects at their place before validation; one that cannot be read is left as it
+# is, so validation reports it as usual ("wmd.shards: expected integer, got '16x'").
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_BOOLEANS = {"true": True, "yes": True, "false": False, "no": False}
+_NULLS = ("null", "~", "")
+_UNREAD = object()  # a string that is not a value of the type tried
+
+
+def coerce_strings(config: dict[str, Any], schema: dict) -> dict[str, Any]:
+    """Replace, in place, the strings of ``config`` where ``schema`` expects another type
+    by the value they spell (see above); return ``config``."""
+    _coerce_members(config, schema, schema)
+    return config
+
+
+def _coerce_members(instance: Any, schema: dict, root: dict) -> None:
+    """Coerce the members of a dict or list ``instance`` against its ``schema``."""
+    schema = _resolved(schema, root)
+    if isinstance(instance, dict):
+        properties = schema.get("properties", {})
+        others = schema.get("additionalProperties")
+        for key, value in instance.items():
+            sub = properties.get(key, others)
+            if isinstance(sub, dict):
+                instance[key] = _coerced(value, sub, root)
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        instance[:] = [_coerced(value, schema["items"], root) for value in instance]
+
+
+def _coerced(value: Any, schema: dict, root: dict) -> Any:
+    schema = _resolved(schema, root)
+    if isinstance(value, str):
+        value = _read_string(value, schema)
+    if isinstance(value, dict | list):
+        _coerce_members(value, schema, root)
+    return value
+
+
+def _resolved(schema: dict, root: dict) -> dict:
+    """``schema`` with a local ``$ref`` (``#/$defs/name``) replaced by what it names."""
+    while "$ref" in schema:
+        target = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        schema = target
+    return schema
+
+
+def _read_string(text: str, schema: dict) -> Any:
+    types = schema.get("type")
+    if types is None:
+        return text  # an enum of strings, or no constraint
+    types = [types] if isinstance(types, str) else types
+    if "null" in types and text.strip().lower() in _NULLS:
+        return None
+    if "string" in types:
+        return text
+    for expected in types:
+        value = _read_as(text, expected)
+        if value is not _UNREAD:
+            return value
+    return text
+
+
+def _read_as(text: str, expected: str) -> Any:
+    word = text.strip()
+    if expected == "integer" and _INTEGER.fullmatch(word):
+        return int(word)
+    if expected == "number":
+        if _INTEGER.fullmatch(word):
+            return int(word)
+        try:
+            number = float(word)
+        except ValueError:
+            return _UNREAD
+        return number if math.isfinite(number) else _UNREAD
+    if expected == "boolean":
+        return _BOOLEANS.get(word.lower(), _UNREAD)
+    if expected in ("array", "object"):
+        try:
+            # Scalars stay strings, as Snakemake reads them; the caller coerces them next.
+            value = yaml.load(text, Loader=yaml.BaseLoader)
+        except yaml.YAMLError:
+            return _UNREAD
+        if isinstance(value, list if expected == "array" else dict):
+            return value
+    return _UNREAD
 
 
 def _check_references(config: dict[str, Any], source: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -392,26 +393,34 @@ def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
 
     last_doc = _last_document_of_each_word(inputs)
     done = [0] * len(segments)  # pairs finished per segment; each slot has one writer
+    # Set when solving stops early (an error, Ctrl-C): running rows return after their
+    # current pair instead of the pool finishing every row before the job can end.
+    stop = threading.Event()
 
     def work(k: int) -> None:
         i, j0, j1, offset = segments[k]
         out = d_out[offset:offset + j1 - j0]
-        _solve_row(inputs, last_doc, i, j0, j1, out, done, k)
+        _solve_row(inputs, last_doc, i, j0, j1, out, done, k, stop)
 
     # One BLAS thread: parallelism comes from our threads, and the row blocks' matrix
     # products then take the same code path whatever the job's environment says.
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         pending = {pool.submit(work, k) for k in range(len(segments))}
-        while pending:
-            finished, pending = wait(pending, timeout=PROGRESS_SECONDS,
-                                     return_when=FIRST_EXCEPTION)
-            for future in finished:
-                if future.exception() is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise future.exception()
-            if progress is not None and pending:
-                progress(sum(done), n_pairs)
+        try:
+            while pending:
+                finished, pending = wait(
+                    pending, timeout=PROGRESS_SECONDS, return_when=FIRST_EXCEPTION
+                )
+                for future in finished:
+                    if future.exception() is not None:
+                        raise future.exception()
+                if progress is not None and pending:
+                    progress(sum(done), n_pairs)
+        except BaseException:
+            stop.set()
+            for future in pending:
+                future.cancel()
+            raise
     if progress is not None:
         progress(n_pairs, n_pairs)
     return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_SHARD)
@@ -449,9 +458,18 @@ def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndar
     return costs, column
 
 
-def _solve_row(inputs: WmdInputs, last_doc: np.ndarray, i: int, j0: int, j1: int,
-               out: np.ndarray, done: list[int], slot: int) -> None:
-    """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1."""
+def _solve_row(
+    inputs: WmdInputs,
+    last_doc: np.ndarray,
+    i: int,
+    j0: int,
+    j1: int,
+    out: np.ndarray,
+    done: list[int],
+    slot: int,
+    stop: threading.Event | None = None,
+) -> None:
+    """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set)."""
     a = inputs.weights[i]
     if not len(a):
         out[:] = np.nan
@@ -463,6 +481,8 @@ def _solve_row(inputs: WmdInputs, last_doc: np.ndarray, i: int, j0: int, j1: int
     bounds = (inputs.offsets[j0:j1 + 1] - lo).tolist()
     is_twin = (inputs.twin[j0:j1] == inputs.twin[i]).tolist()
     for k, j in enumerate(range(j0, j1)):
+        if stop is not None and stop.is_set():
+            return
         b = inputs.weights[j]
         if not len(b):
             out[k] = np.nan
