@@ -22,18 +22,18 @@ def test_demo_config_is_valid_and_gets_defaults():
     assert cfg["evaluation"]["wknn"]["validation_size"] == 0.3
     assert cfg["evaluation"]["wknn"]["gammas"][0] == 0.005
     assert len(cfg["evaluation"]["wknn"]["gammas"]) == 20
-    assert cfg["datasets"]["polarity"]["vocabulary"] == {"min_df": 1, "max_words_per_doc": None}
+    assert cfg["datasets"]["subjects"]["vocabulary"] == {"min_df": 1, "max_words_per_doc": None}
     assert cfg["embeddings"]["demo-word2vec"]["normalize"] is True
-    assert config.selected_datasets(cfg) == ["newsgroups", "polarity"]
+    assert config.selected_datasets(cfg) == ["newsgroups", "subjects"]
 
 
 def test_misspelled_key_is_one_line_naming_it():
     cfg = copy.deepcopy(DEMO)
-    cfg["datasets"]["polarity"]["stopword"] = "none"
+    cfg["datasets"]["subjects"]["stopword"] = "none"
     with pytest.raises(WmdevalError) as error:
         validated(cfg)
     message = str(error.value)
-    assert "datasets.polarity.stopword: unknown key" in message
+    assert "datasets.subjects.stopword: unknown key" in message
     assert "\n" not in message
 
 
@@ -46,23 +46,23 @@ def test_wrong_type_names_the_key():
 
 def test_wrong_enum_names_the_allowed_values():
     cfg = copy.deepcopy(DEMO)
-    cfg["datasets"]["polarity"]["format"] = "csv"
-    with pytest.raises(WmdevalError, match=r"datasets\.polarity\.format: 'csv' is not one of"):
+    cfg["datasets"]["subjects"]["format"] = "csv"
+    with pytest.raises(WmdevalError, match=r"datasets\.subjects\.format: 'csv' is not one of"):
         validated(cfg)
 
 
 def test_reference_to_unknown_embedding():
     cfg = copy.deepcopy(DEMO)
-    cfg["datasets"]["polarity"]["embeddings"] = "glove"
+    cfg["datasets"]["subjects"]["embeddings"] = "glove"
     with pytest.raises(WmdevalError, match="no embedding named 'glove'"):
         validated(cfg)
 
 
 def test_run_selects_and_checks_names():
     cfg = copy.deepcopy(DEMO)
-    cfg["run"] = ["polarity"]
-    assert config.selected_datasets(validated(cfg)) == ["polarity"]
-    cfg["run"] = ["polarity", "nope"]
+    cfg["run"] = ["subjects"]
+    assert config.selected_datasets(validated(cfg)) == ["subjects"]
+    cfg["run"] = ["subjects", "nope"]
     with pytest.raises(WmdevalError, match="run: no dataset named 'nope'"):
         validated(cfg)
 

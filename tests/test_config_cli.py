@@ -57,7 +57,7 @@ def at(cfg: dict, dotted: str):
         ("pca_dims=[]", "pca_dims", []),
         ("pca_dims=[5, 10]", "pca_dims", [5, 10]),
         ("evaluation={knn: {k: [1, 3]}}", "evaluation.knn.k", [1, 3]),
-        ("run=[polarity]", "run", ["polarity"]),
+        ("run=[subjects]", "run", ["subjects"]),
         # null, where the schema allows it
         ("run=null", "run", None),
         ("run=~", "run", None),
@@ -65,24 +65,24 @@ def at(cfg: dict, dotted: str):
         ("analyses={n2o: {queries: null}}", "analyses.n2o.queries", None),
         ("analyses={n2o: {queries: 7}}", "analyses.n2o.queries", 7),
         # through $ref: a dataset, its vocabulary
-        ("datasets={polarity: {folds: 3}}", "datasets.polarity.folds", 3),
-        ("datasets={polarity: {normalize: yes}}", "datasets.polarity.normalize", True),
-        ("datasets={polarity: {sha256: null}}", "datasets.polarity.sha256", None),
+        ("datasets={subjects: {folds: 3}}", "datasets.subjects.folds", 3),
+        ("datasets={subjects: {normalize: yes}}", "datasets.subjects.normalize", True),
+        ("datasets={subjects: {sha256: null}}", "datasets.subjects.sha256", None),
         (
-            "datasets={polarity: {vocabulary: {max_words_per_doc: 20}}}",
-            "datasets.polarity.vocabulary.max_words_per_doc",
+            "datasets={subjects: {vocabulary: {max_words_per_doc: 20}}}",
+            "datasets.subjects.vocabulary.max_words_per_doc",
             20,
         ),
         (
-            "datasets={polarity: {vocabulary: {max_words_per_doc: Null}}}",
-            "datasets.polarity.vocabulary.max_words_per_doc",
+            "datasets={subjects: {vocabulary: {max_words_per_doc: Null}}}",
+            "datasets.subjects.vocabulary.max_words_per_doc",
             None,
         ),
         ("embeddings={demo-word2vec: {epochs: 5}}", "embeddings.demo-word2vec.epochs", 5),
         # strings stay strings where the schema wants a string
-        ("datasets={polarity: {stopwords: none}}", "datasets.polarity.stopwords", "none"),
-        ("datasets={polarity: {text_column: 16}}", "datasets.polarity.text_column", "16"),
-        ("datasets={polarity: {split_column: 'no'}}", "datasets.polarity.split_column", "no"),
+        ("datasets={subjects: {stopwords: none}}", "datasets.subjects.stopwords", "none"),
+        ("datasets={subjects: {text_column: 16}}", "datasets.subjects.text_column", "16"),
+        ("datasets={subjects: {split_column: 'no'}}", "datasets.subjects.split_column", "no"),
     ],
 )
 def test_command_line_value_is_read_as_the_schema_type(entry, key, expected):
@@ -96,7 +96,7 @@ def test_command_line_value_is_read_as_the_schema_type(entry, key, expected):
 def test_overrides_merge_with_the_rest_of_the_config():
     cfg = overridden("wmd={shards: 16}", "all_words=false")
     assert cfg["wmd"] == {"shards": 16, "skip_test_pairs": True, "threads": 1}
-    assert cfg["datasets"]["polarity"]["format"] == "demo"
+    assert cfg["datasets"]["subjects"]["format"] == "demo"
 
 
 def test_typed_values_are_left_alone():
@@ -119,7 +119,7 @@ def test_typed_values_are_left_alone():
         ),
         ("pca_dims=[5, x]", "pca_dims.1: expected integer, got 'x'"),
         ("pca_dims=5", "pca_dims: expected array, got 5"),
-        ("run=polarity", "run: expected array or null, got 'polarity'"),
+        ("run=subjects", "run: expected array or null, got 'subjects'"),
         ("variants=[original, dirty]", "variants.1: 'dirty' is not one of: original, clean"),
         ("analyses={ksc: {enabled: on}}", "analyses.ksc.enabled: expected boolean, got 'on'"),
     ],

@@ -37,6 +37,45 @@ def test_mini_newsgroup_loads_with_the_restricted_unpickler():
     assert not any(t.startswith("Newsgroups:") for t in texts)
 
 
+def test_news_header_reads_one_field_of_the_header_block():
+    post = (
+        "Newsgroups: sci.space\nSUBJECT: Re: Gamma Ray\n\tBursters\nFrom: a@b\n\n"
+        "Subject: not a header, the body\n"
+    )
+    # case-insensitive name; a folded continuation line joins with one space
+    assert ingest.news_header(post, "Subject") == "Re: Gamma Ray Bursters"
+    assert ingest.news_header(post, "from") == "a@b"
+    # a field only in the body, or nowhere, is absent
+    assert ingest.news_header("From: a@b\n\nSubject: body", "Subject") is None
+    assert ingest.news_header("Subject:\n\nbody", "Subject") == ""
+
+
+def test_mini_newsgroup_subjects_repeat_within_threads():
+    from wmdeval import duplicates
+
+    subjects, labels = ingest.load_mini_newsgroup_subjects()
+    bodies, body_labels = ingest.load_mini_newsgroup()
+    assert labels == body_labels
+    assert not any("\n" in s for s in subjects)
+    stop = ingest.load_stopwords("kusner115")
+    # replies share their thread's subject: real duplicates, unlike the bodies
+    groups = duplicates.duplicate_groups(
+        ingest.documents_table([Counter(ingest.tokenize(s, stop)) for s in subjects], labels)
+    )
+    assert (len(groups), sum(len(g) for g in groups)) == (33, 98)
+    assert not duplicates.duplicate_groups(
+        ingest.documents_table([Counter(ingest.tokenize(b, stop)) for b in bodies], labels)
+    )
+
+
+def test_a_post_without_subject_is_one_line_naming_it(monkeypatch):
+    monkeypatch.setattr(
+        ingest, "_mini_newsgroup_posts", lambda: (["Subject: a\n\nx", "From: b\n\ny"], ["p", "q"])
+    )
+    with pytest.raises(WmdevalError, match=r"mini_newsgroup: post 2: no Subject header"):
+        ingest.load_mini_newsgroup_subjects()
+
+
 def test_restricted_unpickler_refuses_other_globals():
     import io
     import pickle

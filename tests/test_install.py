@@ -119,14 +119,14 @@ def test_dry_run_and_a_job_that_reads_the_stop_words(fresh_venv, workflow_copy):
     dry = run([*snakemake, "-n"], cwd=workflow_copy, env=env)
     assert "Job stats:" in dry.stdout, dry.stdout[-3000:]
 
-    target = "results/polarity/ingest/documents.parquet"
+    target = "results/newsgroups/ingest/documents.parquet"
     run([*snakemake, target], cwd=workflow_copy, env=env)
     words = {
         w for doc in pq.read_table(workflow_copy / target).column("words").to_pylist() for w in doc
     }
     stopwords = ingest.load_stopwords("kusner115")
-    # The polarity config drops the 115 stop words of Kusner et al.; common English words
-    # like these occur in 200 movie-review sentences unless they were dropped.
+    # The newsgroups config drops the 115 stop words of Kusner et al.; common English words
+    # like these occur in 200 newsgroup posts unless they were dropped.
     assert {"the", "and", "is"} <= stopwords
     assert words and not words & stopwords
 

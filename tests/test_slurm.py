@@ -1,4 +1,4 @@
-"""SLURM: the demo workflow (its polarity corpus) through ``--profile profiles/slurm`` on a
+"""SLURM: the demo workflow (its subjects corpus) through ``--profile profiles/slurm`` on a
 real single-node cluster.
 
 ``tests/slurm/start_cluster.sh`` installs (apt) and starts SLURM with accounting on
@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "slurm"
 PLUGIN = "snakemake-executor-plugin-slurm"
 PLUGIN_REQUIREMENT = f"{PLUGIN}==2.8.0"
-# The demo on its polarity corpus only, two shards per matrix: every rule still runs, in
+# The demo on its subjects corpus only, two shards per matrix: every rule still runs, in
 # about half the SLURM jobs of the whole demo (each SLURM job costs ~5-10 s of Snakemake
 # start-up on top of its command). Results are the same bytes for any shard count.
-TEST_CONFIG = "run: [polarity]\nwmd:\n  shards: 2\n"
+TEST_CONFIG = "run: [subjects]\nwmd:\n  shards: 2\n"
 RUN_LIMIT = 1500  # seconds for one snakemake run, then SIGTERM (and SIGKILL 30 s later)
 LOCK_WAIT = 1800  # seconds to wait for another SLURM test on this machine
 LOCK_FILE = "/tmp/wmdeval-slurm-test.lock"

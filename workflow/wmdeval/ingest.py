@@ -1,8 +1,9 @@
 """Ingest: a source corpus -> the DOCUMENTS and SPLITS tables.
 
-Sources: the two real labelled corpora shipped inside the gensim wheel (the offline
-demo), and user text tables (CSV, TSV, JSON Lines, Parquet). Raw text is tokenised
-like Kusner et al.: lowercase, letters only, stop words dropped.
+Sources: the real labelled corpora shipped inside the gensim wheel (the offline demo:
+20 Newsgroups post bodies or their Subject lines, Pang & Lee sentences), and user text
+tables (CSV, TSV, JSON Lines, Parquet). Raw text is tokenised like Kusner et al.:
+lowercase, letters only, stop words dropped.
 """
 
 from __future__ import annotations
@@ -89,14 +90,49 @@ def strip_news_headers(post: str) -> str:
     return body if sep else post
 
 
-def load_mini_newsgroup() -> tuple[list[str], list[str]]:
+def news_header(post: str, field: str) -> str | None:
+    """The value of header ``field`` of a Usenet post, or None when it has none.
+
+    Only the header block (up to the first blank line) is searched. Field names are
+    case-insensitive and a folded header (continuation lines starting with a space or tab)
+    is joined with single spaces, as RFC 5322 defines them.
+    """
+    head = post.partition("\n\n")[0]
+    for line in re.sub(r"\n[ \t]+", " ", head).splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() == field.lower():
+            return value.strip()
+    return None
+
+
+def _mini_newsgroup_posts() -> tuple[list[str], list[str]]:
+    """The 200 raw posts (headers included) and their newsgroups."""
     path = _gensim_data("mini_newsgroup")
     raw = zlib.decompress(path.read_bytes())
     bunch = _NewsgroupUnpickler(_io.BytesIO(raw), encoding="latin1").load()
     names = list(bunch["target_names"])
-    texts = [strip_news_headers(t) for t in bunch["data"]]
-    labels = [names[int(t)] for t in bunch["target"]]
-    return texts, labels
+    return list(bunch["data"]), [names[int(t)] for t in bunch["target"]]
+
+
+def load_mini_newsgroup() -> tuple[list[str], list[str]]:
+    posts, labels = _mini_newsgroup_posts()
+    return [strip_news_headers(p) for p in posts], labels
+
+
+def load_mini_newsgroup_subjects() -> tuple[list[str], list[str]]:
+    """The Subject lines of the same 200 posts: short texts labelled by their newsgroup.
+
+    Replies keep their thread's subject, so the corpus holds real duplicates, as the
+    paper's short-text datasets do.
+    """
+    posts, labels = _mini_newsgroup_posts()
+    subjects = []
+    for number, post in enumerate(posts, 1):
+        subject = news_header(post, "Subject")
+        if subject is None:
+            raise WmdevalError(f"mini_newsgroup: post {number}: no Subject header")
+        subjects.append(subject)
+    return subjects, labels
 
 
 def load_pang_lee_polarity() -> tuple[list[str], list[str]]:
@@ -114,7 +150,11 @@ def load_pang_lee_polarity() -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-DEMO_SOURCES = {"mini_newsgroup": load_mini_newsgroup, "pang_lee_polarity": load_pang_lee_polarity}
+DEMO_SOURCES = {
+    "mini_newsgroup": load_mini_newsgroup,
+    "mini_newsgroup_subjects": load_mini_newsgroup_subjects,
+    "pang_lee_polarity": load_pang_lee_polarity,
+}
 
 
 # -------------------------------------------------------------------------- text tables
