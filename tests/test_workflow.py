@@ -42,11 +42,16 @@ datasets:
     format: table
     path: toy.tsv
     split_column: split
-    embeddings: demo-word2vec
+    embeddings: toy-word2vec
     stopwords: none
 embeddings:
-  demo-word2vec:
-    train_on: [newsgroups, subjects, toy]
+  # The toy corpus gets vectors of its own, so the demo corpora's results are exactly those
+  # of the demo alone: the README quotes them (test_readme_*).
+  toy-word2vec:
+    format: train-word2vec
+    train_on: [toy]
+    min_count: 1
+    seed: 0
 """
 
 
@@ -365,3 +370,65 @@ def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
     assert aggregates <= planned, sorted(aggregates - planned)
     # and nothing per dataset: subjects' own results are all there
     assert not planned & {"ingest", "evaluate", "wmd_gather", "analyses"}
+
+
+# ------------------------------------------------------- numbers the README quotes
+README = REPO / "README.md"
+
+
+def _demo_datasets(workdir: Path) -> list[str]:
+    import yaml
+
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    return list(config["datasets"])
+
+
+def _readme_block(name: str) -> str:
+    """The README text between ``<!-- name -->`` and ``<!-- /name -->``."""
+    text = README.read_text(encoding="utf-8")
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    assert start in text and end in text, f"README.md lacks the {name} markers"
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+@pytest.mark.parametrize("table", ["table2", "table3"])
+def test_readme_demo_tables_are_the_demo_output(finished_run, table):
+    """The README's Tables 2 and 3 are the demo's: the rows the tables job writes, for the
+    demo's datasets (the toy corpus of this run has its own embeddings, so they are the
+    same as in a run of the demo alone)."""
+    from wmdeval import report, schemas
+
+    datasets = _demo_datasets(finished_run)
+    scores = wio.read_table(finished_run / "results" / "scores.parquet", schemas.SCORES)
+    spec = next(spec for spec in report.TABLES if spec.name == table)
+    rows = report.paper_table(scores, spec.variant, spec.classifier,
+                              report.table_methods(spec, scores), datasets,
+                              reference_variant=spec.reference_variant or spec.variant)
+    expected = report.markdown_table(rows, report.table_header(datasets))
+    assert _readme_block(f"demo-{table}") == expected, (
+        f"README.md's demo {table} has drifted; paste this between its markers:\n" + expected)
+
+
+def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
+    """docs/figure5_original.png is Figure 5 of the demo, byte for byte (drawn as the
+    figure5 rule draws it, for the demo's datasets)."""
+    import yaml
+
+    from wmdeval import config as wconfig
+    from wmdeval import figures
+
+    # the demo config with the schema's defaults filled in, as the workflow sees it
+    config = wconfig.validate(yaml.safe_load((finished_run / "config" / "config.yaml").read_text()))
+    results = finished_run / "results"
+    dim = config["pca_dims"][0]
+    items = [(d, results / d / "original" / "distances" / "wmd.parquet",
+              results / d / "original" / "documents.parquet",
+              results / d / "original" / "distances" / f"wmd-pca{dim}.parquet")
+             for d in _demo_datasets(finished_run)]
+    embeddings = results / items[0][0] / "vectors" / "embeddings.parquet"
+    png, _ = figures.run_figure5(
+        items, tmp_path / "figure5.png", max_points=config["report"]["scatter_points"],
+        seed=config["report"]["seed"], full_dim=figures.embedding_dimension(embeddings),
+        pca_dim=dim)
+    assert png.read_bytes() == (REPO / "docs" / "figure5_original.png").read_bytes(), (
+        "docs/figure5_original.png is not the demo's Figure 5: copy it from a demo run")
