@@ -1,13 +1,15 @@
-"""Exact Word Mover's Distance matrices, solved in shards (PROTOCOL §4 and §6).
+"""Exact Word Mover's Distance matrices, solved in blocks (PROTOCOL §4 and §6).
 
 WMD between two documents is the optimal-transport cost between their word
 weights (L1-normalised counts, or tf-idf for WMD-TF-IDF), with the Euclidean
 distance between word embeddings as ground cost, solved exactly with POT's
 network simplex. A dataset needs all n(n-1)/2 pairs i < j; they are numbered
-row-major (i ascending, then j ascending) and cut into contiguous shards of
-about equal estimated work, each solved by one job and gathered afterwards.
+row-major (i ascending, then j ascending) and cut into contiguous blocks of
+about equal estimated work. A block is the stored unit of work (one file each): it
+depends only on the documents and the number of blocks, never on how many jobs or
+submissions solve them. One job solves one block; the blocks are gathered afterwards.
 
-Every distance is a function of its pair alone (never of the shard layout or of
+Every distance is a function of its pair alone (never of the block layout or of
 the thread count), so any layout gives a bit-identical matrix: see
 :func:`_row_costs` for the one place where that takes care.
 """
@@ -41,7 +43,7 @@ _OPTIMAL = 1
 _FAILURES = {0: "infeasible (marginals of unequal mass?)", 2: "unbounded",
              3: "iteration limit reached before optimality"}
 
-#: Work model of one pair for shard balancing: (u_i * u_j) ** WORK_EXPONENT + PAIR_OVERHEAD,
+#: Work model of one pair for block balancing: (u_i * u_j) ** WORK_EXPONENT + PAIR_OVERHEAD,
 #: u = distinct words. Fitted to POT 0.9 network-simplex timings on 300-d word vectors,
 #: 5 to 300 words per document: time grows like (u_i u_j)^1.05-1.2 (one unit ~0.023 us
 #: on the machine measured) plus ~8 us of fixed cost per pair (~350 units).
@@ -202,7 +204,7 @@ def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np
 def _distances(products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
     """sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), computed in place in ``products``.
 
-    In place because the per-row blocks of solve_shard can be tens of MB.
+    In place because the per-row cost matrices of solve_block can be tens of MB.
     """
     d = products
     d *= -2.0
@@ -252,7 +254,7 @@ def transport(inputs: WmdInputs, i: int, j: int
 
 
 # ---------------------------------------------------------------------------------------------
-# Pairs and shards
+# Pairs and blocks
 
 
 def row_starts(n: int, n_rows: int | None = None) -> np.ndarray:
@@ -308,21 +310,21 @@ def _work_per_document(inputs: WmdInputs) -> np.ndarray:
     return np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
 
 
-def plan_shards(inputs: WmdInputs, n_shards: int,
+def plan_blocks(inputs: WmdInputs, n_blocks: int,
                 n_rows: int | None = None) -> list[tuple[int, int]]:
     """Contiguous [start, stop) pair-rank ranges of about equal estimated work.
 
-    Depends only on the documents and n_shards. Works a row at a time: the work of
+    Depends only on the documents and n_blocks. Works a row at a time: the work of
     row i is s_i * sum_{j>i} s_j + overhead * (n-1-i) with s = u ** WORK_EXPONENT,
     and a boundary that falls inside a row is placed with that row's cumulative sum.
     """
-    if n_shards < 1:
-        raise ValueError("n_shards must be >= 1")
+    if n_blocks < 1:
+        raise ValueError("n_blocks must be >= 1")
     n = inputs.n
     starts = row_starts(n, n_rows)
     total_pairs = int(starts[-1])
     if total_pairs == 0:
-        return [(0, 0)] * n_shards
+        return [(0, 0)] * n_blocks
     s = _work_per_document(inputs)
     later = np.append(np.cumsum(s[::-1])[::-1][1:], 0.0)  # sum of s over the rows below
     pairs_in_row = np.diff(starts)
@@ -332,16 +334,16 @@ def plan_shards(inputs: WmdInputs, n_shards: int,
     last_row = int(np.flatnonzero(pairs_in_row)[-1])  # the last row that has pairs
 
     bounds = [0]
-    for k in range(1, n_shards):
-        target = total * k / n_shards
+    for k in range(1, n_blocks):
+        target = total * k / n_blocks
         # the row where cumulative work reaches the target (never a row without pairs)
         i = min(int(np.searchsorted(before_row, target, side="right")) - 1, last_row)
         within = s[i] * np.cumsum(s[i + 1:]) + PAIR_OVERHEAD * np.arange(1, n - i)
-        # pairs of row i whose cumulative work stays within the target go to shard k-1
+        # pairs of row i whose cumulative work stays within the target go to block k-1
         taken = int(np.searchsorted(within, target - before_row[i], side="right"))
         bounds.append(max(bounds[-1], int(starts[i]) + min(taken, int(pairs_in_row[i]))))
     bounds.append(total_pairs)
-    return [(bounds[k], bounds[k + 1]) for k in range(n_shards)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n_blocks)]
 
 
 def _row_segments(n: int, start: int, stop: int,
@@ -364,23 +366,23 @@ def _row_segments(n: int, start: int, stop: int,
 
 
 # ---------------------------------------------------------------------------------------------
-# Solving a shard
+# Solving a block
 
 
-def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
+def solve_block(inputs: WmdInputs, block: int, n_blocks: int, threads: int = 1,
                 progress: Callable[[int, int], None] | None = None,
                 n_rows: int | None = None) -> pa.Table:
-    """WMD of the pairs of shard ``shard`` (0-based) of ``n_shards``: a WMD_SHARD table.
+    """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_SHARD table.
 
     Rows of the pair grid are independent tasks for ``threads`` worker threads (the
     network simplex runs without the GIL); results do not depend on the thread count.
     ``progress(pairs_done, pairs_total)`` is called every PROGRESS_SECONDS and at the end.
     """
-    if not 0 <= shard < n_shards:
-        raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
+    if not 0 <= block < n_blocks:
+        raise ValueError(f"block {block} is not in 0..{n_blocks - 1}")
     if threads < 1:
         raise ValueError("threads must be >= 1")
-    start, stop = plan_shards(inputs, n_shards, n_rows)[shard]
+    start, stop = plan_blocks(inputs, n_blocks, n_rows)[block]
     segments = _row_segments(inputs.n, start, stop, n_rows)
     n_pairs = stop - start
     i_out = np.empty(n_pairs, dtype=np.int32)
@@ -435,7 +437,7 @@ def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndar
     Returns (costs float64 [u_i, m], column of every vocabulary word in ``costs``, -1
     if absent). One matrix product per row instead of one per pair: less arithmetic,
     since documents share words. Its columns depend on i only, never on which part
-    of the row a shard or thread solves, so no entry's rounding depends on the layout
+    of the row a block or thread solves, so no entry's rounding depends on the layout
     (BLAS may round an entry differently in a product of another shape).
     """
     rows_i = inputs.indices[i]
@@ -474,13 +476,13 @@ def _solve_row(inputs: WmdInputs, last_doc: np.ndarray, i: int, j0: int, j1: int
 
 
 # ---------------------------------------------------------------------------------------------
-# Gathering shards into a matrix
+# Gathering blocks into a matrix
 
 
-def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
+def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
     """Symmetric float32 [n, n] matrix from WMD_SHARD tables covering every pair once.
 
-    ``shards`` may be any iterable (run_gather reads the files one at a time). Diagonal
+    ``blocks`` may be any iterable (run_gather reads the files one at a time). Diagonal
     0; a document whose distances are all NaN (an empty document) gets NaN on its
     diagonal too. (With fewer than two non-empty documents that cannot be told apart
     from the data; such a matrix is all NaN.) ``unsolved``: boolean [n], documents whose
@@ -489,15 +491,15 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     unseen = np.float32(-1.0)  # distances are >= 0 or NaN
     matrix = np.full((n, n), unseen, dtype=np.float32)
     rows = 0
-    for table in shards:
+    for table in blocks:
         rows += table.num_rows
-        # In slices: a shard of a large dataset has tens of millions of pairs.
+        # In slices: a block of a large dataset has tens of millions of pairs.
         for start in range(0, table.num_rows, 1 << 22):
             part = table.slice(start, 1 << 22)
             i = part.column("i").to_numpy().astype(np.int64)
             j = part.column("j").to_numpy().astype(np.int64)
             if not ((0 <= i).all() and (i < j).all() and (j < n).all()):
-                raise io.WmdevalError(f"a shard has a pair outside 0 <= i < j < {n}")
+                raise io.WmdevalError(f"a block has a pair outside 0 <= i < j < {n}")
             d = part.column("distance").to_numpy().astype(np.float32)
             matrix[i, j] = d
             matrix[j, i] = d
@@ -505,7 +507,7 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     total = n * (n - 1) // 2 - k * (k - 1) // 2
     if rows != total:
         raise io.WmdevalError(
-            f"shards hold {rows} pairs but {n} documents have {total}: "
+            f"blocks hold {rows} pairs but {n} documents have {total}: "
             f"{'some pairs are missing' if rows < total else 'some pairs are duplicated'}")
     if k:
         block = np.flatnonzero(unsolved)
@@ -517,7 +519,7 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
         if len(missing):
             r, c = int(missing[0][0]) + r0, int(missing[0][1])
             raise io.WmdevalError(
-                f"pair ({min(r, c)}, {max(r, c)}) is missing from the shards "
+                f"pair ({min(r, c)}, {max(r, c)}) is missing from the blocks "
                 "(and another is duplicated)")
     # empty: no distance at all; with unsolved pairs, none to any solved partner
     solved = ~unsolved if k else slice(None)
@@ -554,14 +556,14 @@ def _read_solve_order(doc_ids: np.ndarray, splits_path) -> tuple[np.ndarray, int
     return solve_order(doc_ids, splits)
 
 
-def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_shards: int,
+def run_block(documents_path, embeddings_path, weighting: str, block: int, n_blocks: int,
               threads: int, out_path, splits_path=None) -> None:
-    """Solve shard ``shard`` (0-based) of ``n_shards`` and write it as a WMD_SHARD file.
+    """Solve block ``block`` (0-based) of ``n_blocks`` and write it as a WMD_SHARD file.
 
     With ``splits_path`` of a one-fold dataset, test x test pairs are not solved.
     """
-    if n_shards < 1 or not 0 <= shard < n_shards:
-        raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
+    if n_blocks < 1 or not 0 <= block < n_blocks:
+        raise io.WmdevalError(f"block {block} is not in 0..{n_blocks - 1}")
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
     documents = io.read_documents(documents_path)
@@ -569,11 +571,11 @@ def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_sha
     _log_empty(documents, inputs)
     order, n_rows = _read_solve_order(inputs.doc_ids, splits_path)
     ordered = reorder(inputs, order)
-    start, stop = plan_shards(ordered, n_shards, n_rows)[shard]
-    LOG.info("%d documents, %d pairs; shard %d/%d: pairs %d..%d (%d), %d thread(s)",
-             inputs.n, int(row_starts(inputs.n, n_rows)[-1]), shard + 1, n_shards, start,
+    start, stop = plan_blocks(ordered, n_blocks, n_rows)[block]
+    LOG.info("%d documents, %d pairs; block %d/%d: pairs %d..%d (%d), %d thread(s)",
+             inputs.n, int(row_starts(inputs.n, n_rows)[-1]), block + 1, n_blocks, start,
              stop, stop - start, threads)
-    table = solve_shard(ordered, shard, n_shards, threads, progress=_progress_logger(),
+    table = solve_block(ordered, block, n_blocks, threads, progress=_progress_logger(),
                         n_rows=n_rows)
     io.write_table(to_document_positions(table, order), out_path, schemas.WMD_SHARD)
 
@@ -618,18 +620,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
-def run_gather(documents_path, shard_paths: list, out_path, method_name: str,
+def run_gather(documents_path, block_paths: list, out_path, method_name: str,
                splits_path=None) -> None:
-    """Gather shard files into a DISTANCES file over the documents' doc_ids."""
+    """Gather block files into a DISTANCES file over the documents' doc_ids."""
     doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
-    shards = (io.read_table(p, schemas.WMD_SHARD) for p in shard_paths)
+    blocks = (io.read_table(p, schemas.WMD_SHARD) for p in block_paths)
     order, n_rows = _read_solve_order(doc_ids, splits_path)
     unsolved = np.zeros(len(doc_ids), dtype=bool)
     unsolved[order[n_rows:]] = True
-    matrix = gather(len(doc_ids), shards, unsolved)
+    matrix = gather(len(doc_ids), blocks, unsolved)
     empty = int(np.isnan(np.diagonal(matrix)).sum())
-    LOG.info("%s: %d x %d matrix from %d shard(s); %d empty document(s)", method_name,
-             len(doc_ids), len(doc_ids), len(shard_paths), empty)
+    LOG.info("%s: %d x %d matrix from %d block(s); %d empty document(s)", method_name,
+             len(doc_ids), len(doc_ids), len(block_paths), empty)
     io.write_distances(matrix, doc_ids, out_path, metadata={"method": method_name})
 
 
@@ -645,21 +647,21 @@ def run_subset(matrix_path, documents_path, out_path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Resources of a shard job (for the workflow's scheduler)
+# Resources of a block job (for the workflow's scheduler)
 
 
 @functools.lru_cache(maxsize=64)
 def _document_sizes(path: str, mtime_ns: int) -> np.ndarray:
-    # Cached per file version: Snakemake asks once per shard job, and a matrix has many.
+    # Cached per file version: Snakemake asks once per block job, and a matrix has many.
     words = pq.read_table(path, columns=["words"]).column("words")
     return pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def shard_resources(documents_path, n_shards: int, threads: int, attempt: int = 1
+def block_resources(documents_path, n_blocks: int, threads: int, attempt: int = 1
                     ) -> dict[str, int]:
-    """mem_mb and runtime (minutes) of one shard job, from the work it holds.
+    """mem_mb and runtime (minutes) of one block job, from the work it holds.
 
-    Uses the same work model as the shard plan: a shard holds 1/n_shards of the
+    Uses the same work model as the block plan: a block holds 1/n_blocks of the
     estimated work. Generous on purpose (3x the fitted time, as clusters' cores are
     often slower than the machine it was fitted on), and doubled per retry. Before the
     documents exist (a dry run), a nominal request.
@@ -673,10 +675,10 @@ def shard_resources(documents_path, n_shards: int, threads: int, attempt: int = 
     work = np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
     pairs = n * (n - 1) / 2
     units = (work.sum() ** 2 - (work ** 2).sum()) / 2 + PAIR_OVERHEAD * pairs
-    seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
+    seconds = units * SECONDS_PER_UNIT / n_blocks / max(threads * 0.9, 1.0)
     runtime = int(np.ceil(5 + 3 * seconds / 60))
-    # the shard's pairs (i, j, distance and numpy copies) plus the documents and vectors
-    mem_mb = int(np.ceil(400 + 40 * pairs / n_shards / 1e6 + 30 * stat.st_size / 1e6))
+    # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors
+    mem_mb = int(np.ceil(400 + 40 * pairs / n_blocks / 1e6 + 30 * stat.st_size / 1e6))
     factor = 2 ** (attempt - 1)
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
