@@ -12,28 +12,35 @@ from wmdeval import baselines, io, methods, schemas, wmd
 def documents(bags: list[dict[str, float]]) -> pa.Table:
     """DOCUMENTS table of bags of words, doc_id = position."""
     words = [sorted(bag) for bag in bags]
-    return pa.table({
-        "doc_id": np.arange(len(bags), dtype=np.int32),
-        "label": ["x"] * len(bags),
-        "y": np.zeros(len(bags), dtype=np.int32),
-        "words": words,
-        "counts": [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)],
-    }, schema=schemas.DOCUMENTS)
+    return pa.table(
+        {
+            "doc_id": np.arange(len(bags), dtype=np.int32),
+            "label": ["x"] * len(bags),
+            "y": np.zeros(len(bags), dtype=np.int32),
+            "words": words,
+            "counts": [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)],
+        },
+        schema=schemas.DOCUMENTS,
+    )
 
 
 def embeddings(vectors: dict[str, list[float]]) -> pa.Table:
     words = sorted(vectors)
     dim = len(vectors[words[0]])
     flat = np.array([vectors[w] for w in words], dtype=np.float32).ravel()
-    return pa.table({
-        "word": words,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), dim),
-        "norm": np.ones(len(words), dtype=np.float32),
-    }, schema=schemas.embeddings_schema(dim))
+    return pa.table(
+        {
+            "word": words,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), dim),
+            "norm": np.ones(len(words), dtype=np.float32),
+        },
+        schema=schemas.embeddings_schema(dim),
+    )
 
 
-def random_corpus(seed: int, n_docs: int, n_words: int = 30, dim: int = 6, max_len: int = 12
-                  ) -> tuple[pa.Table, pa.Table]:
+def random_corpus(
+    seed: int, n_docs: int, n_words: int = 30, dim: int = 6, max_len: int = 12
+) -> tuple[pa.Table, pa.Table]:
     """Documents over a small vocabulary (so they share words), unit vectors."""
     rng = np.random.default_rng(seed)
     vocab = [f"w{k:02d}" for k in range(n_words)]
@@ -101,8 +108,9 @@ def test_matches_a_plain_emd2_loop():
         for j in range(i + 1, len(rows)):
             a = np.array(rows[i]["counts"]) / sum(rows[i]["counts"])
             b = np.array(rows[j]["counts"]) / sum(rows[j]["counts"])
-            cost = cdist([vectors[w] for w in rows[i]["words"]],
-                         [vectors[w] for w in rows[j]["words"]])
+            cost = cdist(
+                [vectors[w] for w in rows[i]["words"]], [vectors[w] for w in rows[j]["words"]]
+            )
             expected = ot.emd2(a, b, cost)
             assert got[i, j] == pytest.approx(expected, abs=1e-9)
             assert wmd.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
@@ -115,8 +123,13 @@ def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
     rng = np.random.default_rng(3)
     vocab = [f"v{k}" for k in range(12)]
     emb = embeddings({w: (scale * np.eye(12)[k]).tolist() for k, w in enumerate(vocab)})
-    bags = [{w: int(rng.integers(1, 6)) for w in rng.choice(vocab, int(rng.integers(1, 9)),
-                                                            replace=False)} for _ in range(15)]
+    bags = [
+        {
+            w: int(rng.integers(1, 6))
+            for w in rng.choice(vocab, int(rng.integers(1, 9)), replace=False)
+        }
+        for _ in range(15)
+    ]
     docs = documents(bags)
     inputs = wmd.prepare(docs, emb, "bow")
     got = np.zeros((15, 15))
@@ -125,8 +138,9 @@ def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
             got[i, j] = got[j, i] = d
     counts, _ = baselines.count_matrix(docs)
     everything = np.arange(15)
-    l1 = baselines.baseline_distances(counts, methods.BY_SLUG["bow-l1-l1"], everything,
-                                      everything, everything)
+    l1 = baselines.baseline_distances(
+        counts, methods.BY_SLUG["bow-l1-l1"], everything, everything, everything
+    )
     cost = np.float64(np.float32(scale)) * math.sqrt(2)
     np.testing.assert_allclose(got, l1 * cost / 2, rtol=tolerance, atol=1e-12)
 
@@ -163,8 +177,7 @@ def test_tfidf_weights_by_hand():
 
 def test_tfidf_without_mass_is_empty_and_idf_zero_words_are_dropped():
     emb = embeddings({"a": [0, 1], "b": [1, 0]})
-    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb,
-                         "tfidf")
+    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb, "tfidf")
     # "a" is in every document: idf 0, so document 1 has no mass.
     assert inputs.empty.tolist() == [False, True, False]
     assert list(inputs.words[inputs.indices[0]]) == ["b"]
@@ -227,8 +240,15 @@ def test_block_layout_does_not_change_a_bit(tmp_path):
     for n_blocks in (1, 3, 37):
         paths = [tmp_path / f"{n_blocks}" / f"block{s}.parquet" for s in range(n_blocks)]
         for s, path in enumerate(paths):
-            wmd.run_block(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet",
-                          "bow", s, n_blocks, 1, path)
+            wmd.run_block(
+                tmp_path / "documents.parquet",
+                tmp_path / "embeddings.parquet",
+                "bow",
+                s,
+                n_blocks,
+                1,
+                path,
+            )
         out = tmp_path / f"wmd-{n_blocks}.parquet"
         wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD")
         written.append(out.read_bytes())
@@ -249,15 +269,46 @@ def test_stored_units_gather_to_the_same_bytes_for_any_count_and_match_emd2(tmp_
     io.write_table(emb, embeddings_path)
     written = {}
     for n_blocks in (1, 2, 5, 16):
-        paths = [str(tmp_path / f"{n_blocks}" / f"{k}-of-{n_blocks}.parquet")
-                 for k in range(1, n_blocks + 1)]
+        paths = [
+            str(tmp_path / f"{n_blocks}" / f"{k}-of-{n_blocks}.parquet")
+            for k in range(1, n_blocks + 1)
+        ]
         for k, path in enumerate(paths, 1):
-            assert main(["wmd-block", "--documents", str(documents_path), "--embeddings",
-                         str(embeddings_path), "--weighting", "bow",
-                         "--block", f"{k}-of-{n_blocks}", "--out", path]) == 0
+            assert (
+                main(
+                    [
+                        "wmd-block",
+                        "--documents",
+                        str(documents_path),
+                        "--embeddings",
+                        str(embeddings_path),
+                        "--weighting",
+                        "bow",
+                        "--block",
+                        f"{k}-of-{n_blocks}",
+                        "--out",
+                        path,
+                    ]
+                )
+                == 0
+            )
         out = tmp_path / f"wmd-{n_blocks}.parquet"
-        assert main(["wmd-gather", "--documents", str(documents_path), "--blocks", *paths,
-                     "--method", "WMD", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "wmd-gather",
+                    "--documents",
+                    str(documents_path),
+                    "--blocks",
+                    *paths,
+                    "--method",
+                    "WMD",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         written[n_blocks] = out.read_bytes()
     assert len(set(written.values())) == 1
 
@@ -269,8 +320,7 @@ def test_stored_units_gather_to_the_same_bytes_for_any_count_and_match_emd2(tmp_
         for j, row_j in enumerate(rows):
             a = np.array(row_i["counts"]) / sum(row_i["counts"])
             b = np.array(row_j["counts"]) / sum(row_j["counts"])
-            cost = cdist([vectors[w] for w in row_i["words"]],
-                         [vectors[w] for w in row_j["words"]])
+            cost = cdist([vectors[w] for w in row_i["words"]], [vectors[w] for w in row_j["words"]])
             expected[i, j] = 0.0 if i == j else ot.emd2(a, b, cost)
     np.testing.assert_allclose(matrix, expected.astype(np.float32), rtol=1e-6, atol=1e-6)
 
@@ -283,10 +333,14 @@ def test_unit_resources_come_from_its_share_of_the_work_and_double_per_attempt(t
     many = wmd.block_resources(path, 64, threads=1)
     assert many["mem_mb"] <= one["mem_mb"] and many["runtime"] <= one["runtime"]
     assert wmd.block_resources(path, 64, threads=1, attempt=2) == {
-        "mem_mb": 2 * many["mem_mb"], "runtime": 2 * many["runtime"]}
+        "mem_mb": 2 * many["mem_mb"],
+        "runtime": 2 * many["runtime"],
+    }
     # a dry run before the documents exist gets a nominal request
     assert wmd.block_resources(tmp_path / "absent.parquet", 64, 1) == {
-        "mem_mb": 1000, "runtime": 60}
+        "mem_mb": 1000,
+        "runtime": 60,
+    }
 
 
 def test_thread_count_does_not_change_a_bit():
@@ -316,8 +370,9 @@ def test_gather_refuses_missing_or_repeated_pairs():
 def test_submatrix_and_run_subset(tmp_path):
     matrix = np.arange(25, dtype=np.float32).reshape(5, 5)
     doc_ids = np.array([2, 3, 5, 8, 9], dtype=np.int32)
-    np.testing.assert_array_equal(wmd.submatrix(doc_ids, matrix, np.array([3, 8])),
-                                  [[6, 8], [16, 18]])
+    np.testing.assert_array_equal(
+        wmd.submatrix(doc_ids, matrix, np.array([3, 8])), [[6, 8], [16, 18]]
+    )
     with pytest.raises(io.WmdevalError, match="doc_id 4"):
         wmd.submatrix(doc_ids, matrix, np.array([3, 4]))
 
@@ -325,8 +380,7 @@ def test_submatrix_and_run_subset(tmp_path):
     kept = documents([{"a": 1}] * 5).filter(pa.array([False, True, False, True, True]))
     kept = kept.set_column(0, "doc_id", pa.array([3, 8, 9], pa.int32()))
     io.write_table(kept, tmp_path / "clean.parquet", schemas.DOCUMENTS)
-    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet",
-                   tmp_path / "sub.parquet")
+    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet", tmp_path / "sub.parquet")
     ids, sub = io.read_distances(tmp_path / "sub.parquet")
     assert ids.tolist() == [3, 8, 9]
     np.testing.assert_array_equal(sub, matrix[np.ix_([1, 3, 4], [1, 3, 4])])
@@ -362,8 +416,9 @@ def test_plan_balances_estimated_work_not_pairs():
     rng = np.random.default_rng(6)
     vocab = [f"w{k:03d}" for k in range(300)]
     emb = embeddings({w: rng.standard_normal(4).tolist() for w in vocab})
-    bags = [{w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)}
-            for k in range(40)]
+    bags = [
+        {w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)} for k in range(40)
+    ]
     inputs = wmd.prepare(documents(bags), emb, "bow")
     plan = wmd.plan_blocks(inputs, 4)
     sizes = inputs.sizes
@@ -379,8 +434,12 @@ def test_plan_balances_estimated_work_not_pairs():
 def test_progress_reports_the_end():
     docs, emb = random_corpus(7, 8)
     calls = []
-    wmd.solve_block(wmd.prepare(docs, emb, "bow"), 0, 2,
-                    progress=lambda done, total: calls.append((done, total)))
+    wmd.solve_block(
+        wmd.prepare(docs, emb, "bow"),
+        0,
+        2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     total = wmd.plan_blocks(wmd.prepare(docs, emb, "bow"), 2)[0][1]
     assert calls[-1] == (total, total)
 
@@ -398,8 +457,13 @@ def test_progress_is_reported_while_solving(monkeypatch):
     monkeypatch.setattr(wmd, "PROGRESS_SECONDS", 0.001)
     docs, emb = random_corpus(9, 40, max_len=25)
     calls = []
-    wmd.solve_block(wmd.prepare(docs, emb, "bow"), 0, 1, threads=2,
-                    progress=lambda done, total: calls.append((done, total)))
+    wmd.solve_block(
+        wmd.prepare(docs, emb, "bow"),
+        0,
+        1,
+        threads=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     done = [d for d, _ in calls]
     assert len(calls) > 1 and done == sorted(done) and calls[-1] == (780, 780)
 
@@ -425,20 +489,32 @@ def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
     test_ids = {1, 4, 5, 11, 17, 18, 25}  # interleaved with training documents, one empty
     io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(emb, tmp_path / "embeddings.parquet")
-    io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet",
-                   schemas.SPLITS)
+    io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet", schemas.SPLITS)
     full = wmd.gather(n, block_tables(wmd.prepare(docs, emb, "bow"), 1))
     outputs = []
     for n_blocks in (1, 4, 9):
         paths = [tmp_path / f"{n_blocks}-{k}.parquet" for k in range(n_blocks)]
         for k, path in enumerate(paths):
-            wmd.run_block(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet", "bow",
-                          k, n_blocks, 1, path, splits_path=tmp_path / "splits.parquet")
+            wmd.run_block(
+                tmp_path / "documents.parquet",
+                tmp_path / "embeddings.parquet",
+                "bow",
+                k,
+                n_blocks,
+                1,
+                path,
+                splits_path=tmp_path / "splits.parquet",
+            )
         solved = sum(io.read_table(p).num_rows for p in paths)
         assert solved == n * (n - 1) // 2 - len(test_ids) * (len(test_ids) - 1) // 2
         out = tmp_path / f"wmd-{n_blocks}.parquet"
-        wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD",
-                       splits_path=tmp_path / "splits.parquet")
+        wmd.run_gather(
+            tmp_path / "documents.parquet",
+            paths,
+            out,
+            "WMD",
+            splits_path=tmp_path / "splits.parquet",
+        )
         outputs.append(out.read_bytes())
         _, matrix = io.read_distances(out)
         test = np.isin(np.arange(n), sorted(test_ids))
