@@ -8,6 +8,7 @@ PCA matrix, no analyses.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -39,16 +40,19 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         command += ["--cores", "2"]
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
-    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=1200)
+    return subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200
+    )
 
 
 def job_counts(run: subprocess.CompletedProcess) -> dict[str, int]:
-    """The dry run's job-stats table as {rule: count} (the Reasons section names rules too,
-    but never as "<rule> <count>")."""
-    rows = [line.split() for line in (run.stdout + run.stderr).splitlines()]
-    return {row[0]: int(row[1]) for row in rows
-            if len(row) == 2 and row[1].isdigit() and row[0] not in ("total", "job")}
+    """The dry run's "Job stats" table as {rule: count}, without the total."""
+    log = run.stdout + run.stderr
+    if "Job stats:" not in log:
+        return {}
+    table = log.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^(\w+)\s+(\d+)\s*$", table, re.M)
+    return {rule: int(count) for rule, count in rows if rule != "total"}
 
 
 @pytest.fixture(scope="module")
@@ -65,28 +69,33 @@ def small_run(tmp_path_factory):
 
 def test_blocks_are_stored_under_names_from_the_config(small_run):
     blocks = small_run / "results" / "polarity" / "original" / "wmd_blocks" / "wmd"
-    assert sorted(p.name for p in blocks.iterdir()) == [
-        f"{k}-of-4.parquet" for k in range(1, 5)]
+    assert sorted(p.name for p in blocks.iterdir()) == [f"{k}-of-4.parquet" for k in range(1, 5)]
 
 
-@pytest.mark.parametrize("schedule", [
-    ("--cores", "1"),
-    ("--cores", "2", "--groups", "wmd_block=wmd", "--group-components", "wmd=3"),
-    ("--cores", "2", "--groups", "wmd_block=wmd", "--group-components", "wmd=16"),
-    ("--cores", "2", "--set-threads", "wmd_block=2"),
-], ids=["one-core", "groups-of-3", "groups-of-16", "two-threads"])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        ("--cores", "1"),
+        ("--cores", "2", "--groups", "wmd_block=wmd", "--group-components", "wmd=3"),
+        ("--cores", "2", "--groups", "wmd_block=wmd", "--group-components", "wmd=16"),
+        ("--cores", "2", "--set-threads", "wmd_block=2"),
+    ],
+    ids=["one-core", "groups-of-3", "groups-of-16", "two-threads"],
+)
 def test_another_job_count_or_grouping_plans_nothing(small_run, schedule):
     plan = snakemake(small_run, *CONFIG, "-n", *schedule)
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "Nothing to be done" in plan.stdout + plan.stderr, plan.stdout[-3000:]
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    (("--set-scatter", "wmd_shards=16"), "--set-scatter wmd_shards is gone"),
-    (("--config", "wmd={shards: 16}"), "wmd.shards was replaced by wmd.blocks"),
-])
-def test_the_old_shard_knob_fails_with_one_line_naming_its_replacement(small_run, option,
-                                                                        message):
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (("--set-scatter", "wmd_shards=16"), "--set-scatter wmd_shards is gone"),
+        (("--config", "wmd={shards: 16}"), "wmd.shards was replaced by wmd.blocks"),
+    ],
+)
+def test_the_old_shard_knob_fails_with_one_line_naming_its_replacement(small_run, option, message):
     plan = snakemake(small_run, *CONFIG, "-n", *option)
     assert plan.returncode != 0
     assert plan.stderr.strip().splitlines()[-1].startswith("wmdeval: "), plan.stderr[-2000:]
@@ -102,14 +111,19 @@ def test_a_lost_block_reruns_alone_and_downstream_stays_done(small_run):
     before, scores_before = matrix.read_bytes(), scores.stat().st_mtime_ns
     block.unlink()
 
-    # Snakemake leaves a missing intermediate alone while everything after it is done...
+    # A finished matrix does not need its blocks: nothing reruns.
     plan = snakemake(small_run, *CONFIG, "-n")
     assert "Nothing to be done" in plan.stdout + plan.stderr, plan.stdout[-3000:]
-    # ...so ask for the matrix, as after a run interrupted before gathering
+
+    # As if the run was interrupted while this block was solving: nothing gathered yet.
+    # Snakemake leaves a missing intermediate alone while everything after it is done, so
+    # ask for the matrix (first: --configfile would take it for one more config file).
+    matrix.unlink()
     target = str(matrix.relative_to(small_run))
-    plan = snakemake(small_run, *CONFIG, target, "-n")
+    plan = snakemake(small_run, target, *CONFIG, "-n")
+    # only the lost block is solved again (its 3 siblings are kept), then gathered
     assert job_counts(plan) == {"wmd_block": 1, "wmd_gather": 1}, plan.stdout[-3000:]
-    run = snakemake(small_run, *CONFIG, target)
+    run = snakemake(small_run, target, *CONFIG)
     assert run.returncode == 0, run.stderr[-3000:]
     assert block.exists() and matrix.read_bytes() == before
 

@@ -8,10 +8,11 @@
 # profiles/slurm) is a scheduling choice that never renames a block, so it never reruns one.
 #
 # Block files are kept, not temp(): they are the expensive part (CPU-hours for the paper's
-# data), and with them a lost or changed gather reruns in minutes instead of re-solving the
-# matrix. temp() would still resume an interrupted run (Snakemake deletes temp files only
-# after every consumer finished), but costs disk only once: about 16 bytes per pair, the
-# size of the matrix itself; delete results/*/*/wmd_blocks/ by hand to reclaim it.
+# data), and with them a lost matrix or a changed gather reruns in minutes instead of
+# re-solving every block. temp() would resume an interrupted run just as well (Snakemake
+# deletes temp files only once every consumer has finished) and save disk (about 16 bytes
+# per pair, the order of the matrix itself), but any later gather would then solve the whole
+# matrix again. To reclaim the disk after a project, delete results/*/*/wmd_blocks/.
 
 
 rule wmd_block:
