@@ -18,7 +18,7 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/duplicates.smk"
 # 3. Vocabulary: out-of-vocabulary filter, variants
 include: "workflow/rules/vocabulary.smk"
-# 4. Distances: WMD and WMD-TF-IDF, sharded exact optimal transport
+# 4. Distances: WMD and WMD-TF-IDF, exact optimal transport solved in stored blocks
 include: "workflow/rules/distances.smk"
 # 5. Classifiers: kNN and weighted kNN tuned on validation, every method and fold
 include: "workflow/rules/evaluate.smk"

@@ -7,9 +7,9 @@ On the same documents:
 - reference: for every ordered pair (i, j) of the full n x n square,
   ``sklearn.metrics.pairwise_distances`` for the cost matrix, ``ot.emd`` for the plan,
   and ``sum(plan * cost)``;
-- workflow: ``wmd.prepare`` + ``wmd.solve_shard`` over the upper triangle, one thread.
+- workflow: ``wmd.prepare`` + ``wmd.solve_block`` over the upper triangle, one thread.
 
-Both run with one BLAS thread, alternating in four parts (rows of the square, shards
+Both run with one BLAS thread, alternating in four parts (rows of the square, blocks
 of the triangle) so that both see the same load when other jobs share the machine.
 Per-pair ratios use CPU time of this process; wall-clock rates are printed too. The
 last column is the largest difference between the two (the reference leaves ~1e-8
@@ -105,7 +105,7 @@ def reference(xs: list[np.ndarray], bows: list[np.ndarray], rows: range) -> np.n
 def compare(documents: pa.Table, embeddings: pa.Table, vectors: np.ndarray, words: list[str]
             ) -> tuple[Clock, Clock, float, int]:
     """Reference and workflow on the same documents, in ROUNDS alternating parts (rows of
-    the square / shards of the triangle) so that both see the same machine load."""
+    the square / blocks of the triangle) so that both see the same machine load."""
     n = documents.num_rows
     ref_clock, our_clock = Clock(), Clock()
     expected, tables = [], []
@@ -119,7 +119,7 @@ def compare(documents: pa.Table, embeddings: pa.Table, vectors: np.ndarray, word
                 rows = range(part * n // ROUNDS, (part + 1) * n // ROUNDS)
                 expected.append(reference(xs, bows, rows))
             with our_clock:
-                tables.append(wmd.solve_shard(inputs, part, ROUNDS, threads=1))
+                tables.append(wmd.solve_block(inputs, part, ROUNDS, threads=1))
     table = pa.concat_tables(tables)
     i, j = table.column("i").to_numpy(), table.column("j").to_numpy()
     diff = np.abs(table.column("distance").to_numpy() - np.vstack(expected)[i, j]).max()
@@ -152,10 +152,10 @@ def main() -> None:
     size = 70
     inputs = wmd.prepare(sets[size], embeddings, "bow")
     with Clock() as one:
-        wmd.solve_shard(inputs, 0, 1, threads=1)
+        wmd.solve_block(inputs, 0, 1, threads=1)
     with Clock() as two:
-        wmd.solve_shard(inputs, 0, 1, threads=2)
-    print(f"solve_shard, {size} words, {inputs.n} docs: 1 thread {one.wall:.2f} s, "
+        wmd.solve_block(inputs, 0, 1, threads=2)
+    print(f"solve_block, {size} words, {inputs.n} docs: 1 thread {one.wall:.2f} s, "
           f"2 threads {two.wall:.2f} s (wall): speed-up {one.wall / two.wall:.2f}x")
     print(f"wmd_throughput: {ratios[10]:.1f}x @10 words, {ratios[40]:.1f}x @40, "
           f"{ratios[70]:.2f}x @70, {ratios[120]:.2f}x @120 (per pair, one core)")

@@ -39,8 +39,8 @@ def test_misspelled_key_is_one_line_naming_it():
 
 def test_wrong_type_names_the_key():
     cfg = copy.deepcopy(DEMO)
-    cfg["wmd"]["shards"] = "four"
-    with pytest.raises(WmdevalError, match=r"wmd\.shards: expected integer"):
+    cfg["wmd"]["blocks"] = "four"
+    with pytest.raises(WmdevalError, match=r"wmd\.blocks: expected integer"):
         validated(cfg)
 
 

@@ -36,7 +36,7 @@ def at(cfg: dict, dotted: str):
     ("entry", "key", "expected"),
     [
         # integer
-        ("wmd={shards: 16}", "wmd.shards", 16),
+        ("wmd={blocks: 16}", "wmd.blocks", 16),
         ("wmd={threads: +2}", "wmd.threads", 2),
         ("report={seed: -3}", "report.seed", -3),
         # boolean, case-insensitive true/false/yes/no
@@ -94,8 +94,8 @@ def test_command_line_value_is_read_as_the_schema_type(entry, key, expected):
 
 
 def test_overrides_merge_with_the_rest_of_the_config():
-    cfg = overridden("wmd={shards: 16}", "all_words=false")
-    assert cfg["wmd"] == {"shards": 16, "skip_test_pairs": True, "threads": 1}
+    cfg = overridden("wmd={blocks: 16}", "all_words=false")
+    assert cfg["wmd"] == {"blocks": 16, "skip_test_pairs": True, "threads": 1}
     assert cfg["datasets"]["subjects"]["format"] == "demo"
 
 
@@ -107,9 +107,9 @@ def test_typed_values_are_left_alone():
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("wmd={shards: sixteen}", "wmd.shards: expected integer, got 'sixteen'"),
-        ("wmd={shards: 1.5}", "wmd.shards: expected integer, got '1.5'"),
-        ("wmd={shards: null}", "wmd.shards: expected integer, got 'null'"),
+        ("wmd={blocks: sixteen}", "wmd.blocks: expected integer, got 'sixteen'"),
+        ("wmd={blocks: 1.5}", "wmd.blocks: expected integer, got '1.5'"),
+        ("wmd={blocks: null}", "wmd.blocks: expected integer, got 'null'"),
         ("all_words=maybe", "all_words: expected boolean, got 'maybe'"),
         ("all_words=1", "all_words: expected boolean, got 1"),
         ("duplicates={near: {max_l1: nan}}", "duplicates.near.max_l1: expected number, got 'nan'"),

@@ -24,7 +24,7 @@ SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 
 @pytest.fixture(scope="module")
 def big_corpus(tmp_path_factory) -> tuple[Path, Path]:
-    """400 documents of 40-60 distinct words over 2,000 words in 50 dimensions: one shard
+    """400 documents of 40-60 distinct words over 2,000 words in 50 dimensions: one block
     of all 79,800 pairs solves for about 50 s on one core here, so a signal sent a second
     into the solve lands mid-solve."""
     directory = tmp_path_factory.mktemp("corpus")
@@ -78,20 +78,20 @@ def assert_one_interrupted_line(stderr: str, command: str) -> None:
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("signum", "status"), SIGNALS, ids=["SIGINT", "SIGTERM"])
-def test_interrupted_shard_job_says_so_in_one_line(big_corpus, tmp_path, signum, status, threads):
+def test_interrupted_block_job_says_so_in_one_line(big_corpus, tmp_path, signum, status, threads):
     documents, embeddings = big_corpus
     out = tmp_path / "out"
     out.mkdir()
     command = [
         WMDEVAL,
-        "wmd-shard",
+        "wmd-block",
         "--documents",
         str(documents),
         "--embeddings",
         str(embeddings),
         "--weighting",
         "bow",
-        "--shard",
+        "--block",
         "1-of-1",
         "--threads",
         str(threads),
@@ -100,7 +100,7 @@ def test_interrupted_shard_job_says_so_in_one_line(big_corpus, tmp_path, signum,
     ]
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
-        before = stderr_lines_until(job, "pairs; shard 1/1", timeout=120)
+        before = stderr_lines_until(job, "pairs; block 1/1", timeout=120)
         time.sleep(1.0)  # inside the solve
         started = time.monotonic()
         job.send_signal(signum)
@@ -109,7 +109,7 @@ def test_interrupted_shard_job_says_so_in_one_line(big_corpus, tmp_path, signum,
         job.kill()
     stopped_within = time.monotonic() - started
     assert job.returncode == status, rest
-    assert_one_interrupted_line("".join(before) + rest, "wmd-shard")
+    assert_one_interrupted_line("".join(before) + rest, "wmd-block")
     assert list(out.iterdir()) == []
     # it stops at once, not after solving the rest of its pairs
     assert stopped_within < 10

@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "slurm"
 PLUGIN = "snakemake-executor-plugin-slurm"
 PLUGIN_REQUIREMENT = f"{PLUGIN}==2.8.0"
-# The demo on its subjects corpus only, two shards per matrix: every rule still runs, in
+# The demo on its subjects corpus only, two blocks per matrix: every rule still runs, in
 # about half the SLURM jobs of the whole demo (each SLURM job costs ~5-10 s of Snakemake
-# start-up on top of its command). Results are the same bytes for any shard count.
-TEST_CONFIG = "run: [subjects]\nwmd:\n  shards: 2\n"
+# start-up on top of its command). Results are the same bytes for any block count.
+TEST_CONFIG = "run: [subjects]\nwmd:\n  blocks: 2\n"
 RUN_LIMIT = 1500  # seconds for one snakemake run, then SIGTERM (and SIGKILL 30 s later)
 LOCK_WAIT = 1800  # seconds to wait for another SLURM test on this machine
 LOCK_FILE = "/tmp/wmdeval-slurm-test.lock"
@@ -138,7 +138,7 @@ def runs(slurm_cluster, slurm_plugin, tmp_path_factory):
         # Test settings: a short first status query, and more jobs queued than the node
         # runs at once, so SLURM starts the next one without waiting for Snakemake's poll.
         # SLURM's logs are kept to find every job's id. profiles/default (applied too, as
-        # the workflow profile) sets `cores: all`, which keeps a group of shard jobs within
+        # the workflow profile) sets `cores: all`, which keeps a group of block jobs within
         # this machine's cores, i.e. within the node.
         "--jobs", "8", "--slurm-init-seconds-before-status-checks", "2",
         "--latency-wait", "5", "--retries", "0", "--slurm-keep-successful-logs")
@@ -170,10 +170,10 @@ def test_every_job_but_all_went_through_sbatch(runs):
     submitted = submitted_jobs(log)
     assert len(submitted) >= 10
     logs = {p.stem: p for p in (runs["slurm"] / ".snakemake" / "slurm_logs").rglob("*.log")}
-    # one SLURM log per SLURM job, named by its id; WMD shards go to SLURM as group jobs
+    # one SLURM log per SLURM job, named by its id; WMD blocks go to SLURM as group jobs
     assert set(submitted.values()) <= set(logs)
     groups = [logs[i] for i in submitted.values() if logs[i].parent.name.startswith("group_")]
-    assert groups, "profiles/slurm groups the wmd_shard jobs: expected group jobs"
+    assert groups, "profiles/slurm groups the wmd_block jobs: expected group jobs"
     assert all("Finished jobid" in path.read_text() for path in groups)
 
 

@@ -12,28 +12,35 @@ from wmdeval import baselines, io, methods, schemas, wmd
 def documents(bags: list[dict[str, float]]) -> pa.Table:
     """DOCUMENTS table of bags of words, doc_id = position."""
     words = [sorted(bag) for bag in bags]
-    return pa.table({
-        "doc_id": np.arange(len(bags), dtype=np.int32),
-        "label": ["x"] * len(bags),
-        "y": np.zeros(len(bags), dtype=np.int32),
-        "words": words,
-        "counts": [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)],
-    }, schema=schemas.DOCUMENTS)
+    return pa.table(
+        {
+            "doc_id": np.arange(len(bags), dtype=np.int32),
+            "label": ["x"] * len(bags),
+            "y": np.zeros(len(bags), dtype=np.int32),
+            "words": words,
+            "counts": [[float(bag[w]) for w in ws] for bag, ws in zip(bags, words, strict=True)],
+        },
+        schema=schemas.DOCUMENTS,
+    )
 
 
 def embeddings(vectors: dict[str, list[float]]) -> pa.Table:
     words = sorted(vectors)
     dim = len(vectors[words[0]])
     flat = np.array([vectors[w] for w in words], dtype=np.float32).ravel()
-    return pa.table({
-        "word": words,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), dim),
-        "norm": np.ones(len(words), dtype=np.float32),
-    }, schema=schemas.embeddings_schema(dim))
+    return pa.table(
+        {
+            "word": words,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), dim),
+            "norm": np.ones(len(words), dtype=np.float32),
+        },
+        schema=schemas.embeddings_schema(dim),
+    )
 
 
-def random_corpus(seed: int, n_docs: int, n_words: int = 30, dim: int = 6, max_len: int = 12
-                  ) -> tuple[pa.Table, pa.Table]:
+def random_corpus(
+    seed: int, n_docs: int, n_words: int = 30, dim: int = 6, max_len: int = 12
+) -> tuple[pa.Table, pa.Table]:
     """Documents over a small vocabulary (so they share words), unit vectors."""
     rng = np.random.default_rng(seed)
     vocab = [f"w{k:02d}" for k in range(n_words)]
@@ -58,8 +65,8 @@ def awkward_corpus() -> tuple[pa.Table, pa.Table]:
     return documents(bags), emb
 
 
-def shard_table(inputs: wmd.WmdInputs, n_shards: int, threads: int = 1) -> list[pa.Table]:
-    return [wmd.solve_shard(inputs, s, n_shards, threads) for s in range(n_shards)]
+def block_tables(inputs: wmd.WmdInputs, n_blocks: int, threads: int = 1) -> list[pa.Table]:
+    return [wmd.solve_block(inputs, s, n_blocks, threads) for s in range(n_blocks)]
 
 
 def upper_pairs(table: pa.Table) -> dict[tuple[int, int], float]:
@@ -73,7 +80,7 @@ def test_one_word_documents_are_the_distance_between_their_vectors():
     emb = embeddings({"a": [0.0, 0.0], "b": [3.0, 4.0]})
     inputs = wmd.prepare(documents([{"a": 2}, {"b": 7}]), emb, "bow")
     assert wmd.wmd_pair(inputs, 0, 1) == 5.0
-    matrix = wmd.gather(2, shard_table(inputs, 1))
+    matrix = wmd.gather(2, block_tables(inputs, 1))
     np.testing.assert_array_equal(matrix, np.array([[0, 5], [5, 0]], dtype=np.float32))
 
 
@@ -93,7 +100,7 @@ def test_two_words_against_two_words_by_hand():
 def test_matches_a_plain_emd2_loop():
     docs, emb = random_corpus(0, 20)
     inputs = wmd.prepare(docs, emb, "bow")
-    (table,) = shard_table(inputs, 1)
+    (table,) = block_tables(inputs, 1)
     got = upper_pairs(table)
     vectors = {r["word"]: np.array(r["vector"], dtype=np.float64) for r in emb.to_pylist()}
     rows = docs.to_pylist()
@@ -101,8 +108,9 @@ def test_matches_a_plain_emd2_loop():
         for j in range(i + 1, len(rows)):
             a = np.array(rows[i]["counts"]) / sum(rows[i]["counts"])
             b = np.array(rows[j]["counts"]) / sum(rows[j]["counts"])
-            cost = cdist([vectors[w] for w in rows[i]["words"]],
-                         [vectors[w] for w in rows[j]["words"]])
+            cost = cdist(
+                [vectors[w] for w in rows[i]["words"]], [vectors[w] for w in rows[j]["words"]]
+            )
             expected = ot.emd2(a, b, cost)
             assert got[i, j] == pytest.approx(expected, abs=1e-9)
             assert wmd.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
@@ -115,18 +123,24 @@ def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
     rng = np.random.default_rng(3)
     vocab = [f"v{k}" for k in range(12)]
     emb = embeddings({w: (scale * np.eye(12)[k]).tolist() for k, w in enumerate(vocab)})
-    bags = [{w: int(rng.integers(1, 6)) for w in rng.choice(vocab, int(rng.integers(1, 9)),
-                                                            replace=False)} for _ in range(15)]
+    bags = [
+        {
+            w: int(rng.integers(1, 6))
+            for w in rng.choice(vocab, int(rng.integers(1, 9)), replace=False)
+        }
+        for _ in range(15)
+    ]
     docs = documents(bags)
     inputs = wmd.prepare(docs, emb, "bow")
     got = np.zeros((15, 15))
-    for table in shard_table(inputs, 2):
+    for table in block_tables(inputs, 2):
         for (i, j), d in upper_pairs(table).items():
             got[i, j] = got[j, i] = d
     counts, _ = baselines.count_matrix(docs)
     everything = np.arange(15)
-    l1 = baselines.baseline_distances(counts, methods.BY_SLUG["bow-l1-l1"], everything,
-                                      everything, everything)
+    l1 = baselines.baseline_distances(
+        counts, methods.BY_SLUG["bow-l1-l1"], everything, everything, everything
+    )
     cost = np.float64(np.float32(scale)) * math.sqrt(2)
     np.testing.assert_allclose(got, l1 * cost / 2, rtol=tolerance, atol=1e-12)
 
@@ -163,13 +177,12 @@ def test_tfidf_weights_by_hand():
 
 def test_tfidf_without_mass_is_empty_and_idf_zero_words_are_dropped():
     emb = embeddings({"a": [0, 1], "b": [1, 0]})
-    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb,
-                         "tfidf")
+    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb, "tfidf")
     # "a" is in every document: idf 0, so document 1 has no mass.
     assert inputs.empty.tolist() == [False, True, False]
     assert list(inputs.words[inputs.indices[0]]) == ["b"]
     np.testing.assert_array_equal(inputs.weights[0], [1.0])
-    matrix = wmd.gather(3, shard_table(inputs, 2))
+    matrix = wmd.gather(3, block_tables(inputs, 2))
     assert np.isnan(matrix[1]).all() and np.isnan(matrix[:, 1]).all()
     assert matrix[0, 2] == 0.0  # both are all "b" now
     assert not wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}]), emb, "bow").empty.any()
@@ -186,7 +199,7 @@ def test_a_word_without_embedding_is_named():
 
 def test_gathered_matrix_is_symmetric_with_zero_diagonal():
     docs, emb = random_corpus(2, 18)
-    matrix = wmd.gather(18, shard_table(wmd.prepare(docs, emb, "bow"), 4))
+    matrix = wmd.gather(18, block_tables(wmd.prepare(docs, emb, "bow"), 4))
     assert matrix.dtype == np.float32 and matrix.shape == (18, 18)
     np.testing.assert_array_equal(matrix, matrix.T)
     np.testing.assert_array_equal(np.diagonal(matrix), 0.0)
@@ -196,7 +209,7 @@ def test_gathered_matrix_is_symmetric_with_zero_diagonal():
 def test_empty_documents_give_nan_rows_and_columns():
     docs, emb = awkward_corpus()
     inputs = wmd.prepare(docs, emb, "bow")
-    matrix = wmd.gather(inputs.n, shard_table(inputs, 3))
+    matrix = wmd.gather(inputs.n, block_tables(inputs, 3))
     assert np.isnan(matrix[4]).all() and np.isnan(matrix[:, 4]).all()
     others = np.delete(np.delete(matrix, 4, axis=0), 4, axis=1)
     assert not np.isnan(others).any()
@@ -215,21 +228,28 @@ def test_one_word_shortcut_is_the_weighted_sum_of_costs():
         assert wmd.wmd_pair(inputs, j, 13) == pytest.approx(expected, abs=1e-12)
 
 
-def test_shard_layout_does_not_change_a_bit(tmp_path):
+def test_block_layout_does_not_change_a_bit(tmp_path):
     docs, emb = awkward_corpus()
     inputs = wmd.prepare(docs, emb, "bow")
-    matrices = [wmd.gather(inputs.n, shard_table(inputs, k)) for k in (1, 3, 37)]
+    matrices = [wmd.gather(inputs.n, block_tables(inputs, k)) for k in (1, 3, 37)]
     assert matrices[0].tobytes() == matrices[1].tobytes() == matrices[2].tobytes()
 
     io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(emb, tmp_path / "embeddings.parquet")
     written = []
-    for n_shards in (1, 3, 37):
-        paths = [tmp_path / f"{n_shards}" / f"shard{s}.parquet" for s in range(n_shards)]
+    for n_blocks in (1, 3, 37):
+        paths = [tmp_path / f"{n_blocks}" / f"block{s}.parquet" for s in range(n_blocks)]
         for s, path in enumerate(paths):
-            wmd.run_shard(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet",
-                          "bow", s, n_shards, 1, path)
-        out = tmp_path / f"wmd-{n_shards}.parquet"
+            wmd.run_block(
+                tmp_path / "documents.parquet",
+                tmp_path / "embeddings.parquet",
+                "bow",
+                s,
+                n_blocks,
+                1,
+                path,
+            )
+        out = tmp_path / f"wmd-{n_blocks}.parquet"
         wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD")
         written.append(out.read_bytes())
     assert written[0] == written[1] == written[2]
@@ -238,24 +258,109 @@ def test_shard_layout_does_not_change_a_bit(tmp_path):
     assert doc_ids.tolist() == list(range(inputs.n))
 
 
+def test_stored_units_gather_to_the_same_bytes_for_any_count_and_match_emd2(tmp_path):
+    """Through the CLI, as the workflow calls it: 1, 2, 5 and 16 units per matrix give
+    byte-identical matrix files, and every entry is a plain ot.emd2 solve."""
+    from wmdeval.cli import main
+
+    docs, emb = random_corpus(7, 23)
+    documents_path, embeddings_path = tmp_path / "documents.parquet", tmp_path / "emb.parquet"
+    io.write_table(docs, documents_path, schemas.DOCUMENTS)
+    io.write_table(emb, embeddings_path)
+    written = {}
+    for n_blocks in (1, 2, 5, 16):
+        paths = [
+            str(tmp_path / f"{n_blocks}" / f"{k}-of-{n_blocks}.parquet")
+            for k in range(1, n_blocks + 1)
+        ]
+        for k, path in enumerate(paths, 1):
+            assert (
+                main(
+                    [
+                        "wmd-block",
+                        "--documents",
+                        str(documents_path),
+                        "--embeddings",
+                        str(embeddings_path),
+                        "--weighting",
+                        "bow",
+                        "--block",
+                        f"{k}-of-{n_blocks}",
+                        "--out",
+                        path,
+                    ]
+                )
+                == 0
+            )
+        out = tmp_path / f"wmd-{n_blocks}.parquet"
+        assert (
+            main(
+                [
+                    "wmd-gather",
+                    "--documents",
+                    str(documents_path),
+                    "--blocks",
+                    *paths,
+                    "--method",
+                    "WMD",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
+        written[n_blocks] = out.read_bytes()
+    assert len(set(written.values())) == 1
+
+    _, matrix = io.read_distances(tmp_path / "wmd-5.parquet")
+    vectors = {r["word"]: np.array(r["vector"], dtype=np.float64) for r in emb.to_pylist()}
+    rows = docs.to_pylist()
+    expected = np.zeros((len(rows), len(rows)))
+    for i, row_i in enumerate(rows):
+        for j, row_j in enumerate(rows):
+            a = np.array(row_i["counts"]) / sum(row_i["counts"])
+            b = np.array(row_j["counts"]) / sum(row_j["counts"])
+            cost = cdist([vectors[w] for w in row_i["words"]], [vectors[w] for w in row_j["words"]])
+            expected[i, j] = 0.0 if i == j else ot.emd2(a, b, cost)
+    np.testing.assert_allclose(matrix, expected.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_unit_resources_come_from_its_share_of_the_work_and_double_per_attempt(tmp_path):
+    docs, _ = random_corpus(2, 60, max_len=30)
+    path = tmp_path / "documents.parquet"
+    io.write_table(docs, path, schemas.DOCUMENTS)
+    one = wmd.block_resources(path, 1, threads=1)
+    many = wmd.block_resources(path, 64, threads=1)
+    assert many["mem_mb"] <= one["mem_mb"] and many["runtime"] <= one["runtime"]
+    assert wmd.block_resources(path, 64, threads=1, attempt=2) == {
+        "mem_mb": 2 * many["mem_mb"],
+        "runtime": 2 * many["runtime"],
+    }
+    # a dry run before the documents exist gets a nominal request
+    assert wmd.block_resources(tmp_path / "absent.parquet", 64, 1) == {
+        "mem_mb": 1000,
+        "runtime": 60,
+    }
+
+
 def test_thread_count_does_not_change_a_bit():
     docs, emb = awkward_corpus()
     inputs = wmd.prepare(docs, emb, "tfidf")
-    one = shard_table(inputs, 2, threads=1)
+    one = block_tables(inputs, 2, threads=1)
     for threads in (2, 4):
-        for a, b in zip(one, shard_table(inputs, 2, threads=threads), strict=True):
+        for a, b in zip(one, block_tables(inputs, 2, threads=threads), strict=True):
             for name in ("i", "j", "distance"):  # bytes: Arrow's equals() says NaN != NaN
                 assert a.column(name).to_numpy().tobytes() == b.column(name).to_numpy().tobytes()
 
 
 def test_gather_refuses_missing_or_repeated_pairs():
     docs, emb = random_corpus(4, 10)
-    shards = shard_table(wmd.prepare(docs, emb, "bow"), 3)
+    blocks = block_tables(wmd.prepare(docs, emb, "bow"), 3)
     with pytest.raises(io.WmdevalError, match="missing"):
-        wmd.gather(10, shards[:2])
+        wmd.gather(10, blocks[:2])
     with pytest.raises(io.WmdevalError, match="duplicated"):
-        wmd.gather(10, shards + shards[1:2])
-    swapped = pa.concat_tables(shards)
+        wmd.gather(10, blocks + blocks[1:2])
+    swapped = pa.concat_tables(blocks)
     repeated = swapped.slice(0, 1)
     broken = pa.concat_tables([swapped.slice(0, swapped.num_rows - 1), repeated])
     with pytest.raises(io.WmdevalError, match="missing"):
@@ -265,8 +370,9 @@ def test_gather_refuses_missing_or_repeated_pairs():
 def test_submatrix_and_run_subset(tmp_path):
     matrix = np.arange(25, dtype=np.float32).reshape(5, 5)
     doc_ids = np.array([2, 3, 5, 8, 9], dtype=np.int32)
-    np.testing.assert_array_equal(wmd.submatrix(doc_ids, matrix, np.array([3, 8])),
-                                  [[6, 8], [16, 18]])
+    np.testing.assert_array_equal(
+        wmd.submatrix(doc_ids, matrix, np.array([3, 8])), [[6, 8], [16, 18]]
+    )
     with pytest.raises(io.WmdevalError, match="doc_id 4"):
         wmd.submatrix(doc_ids, matrix, np.array([3, 4]))
 
@@ -274,33 +380,32 @@ def test_submatrix_and_run_subset(tmp_path):
     kept = documents([{"a": 1}] * 5).filter(pa.array([False, True, False, True, True]))
     kept = kept.set_column(0, "doc_id", pa.array([3, 8, 9], pa.int32()))
     io.write_table(kept, tmp_path / "clean.parquet", schemas.DOCUMENTS)
-    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet",
-                   tmp_path / "sub.parquet")
+    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet", tmp_path / "sub.parquet")
     ids, sub = io.read_distances(tmp_path / "sub.parquet")
     assert ids.tolist() == [3, 8, 9]
     np.testing.assert_array_equal(sub, matrix[np.ix_([1, 3, 4], [1, 3, 4])])
 
 
-# --- shards -------------------------------------------------------------------------------
+# --- blocks -------------------------------------------------------------------------------
 
 
 def test_plan_covers_every_pair_once_in_order():
     docs, emb = awkward_corpus()
     inputs = wmd.prepare(docs, emb, "bow")
     total = inputs.n * (inputs.n - 1) // 2
-    for n_shards in (1, 2, 7, 37, total + 5):
-        plan = wmd.plan_shards(inputs, n_shards)
-        assert len(plan) == n_shards and plan[0][0] == 0 and plan[-1][1] == total
-        assert all(plan[k][1] == plan[k + 1][0] for k in range(n_shards - 1))
+    for n_blocks in (1, 2, 7, 37, total + 5):
+        plan = wmd.plan_blocks(inputs, n_blocks)
+        assert len(plan) == n_blocks and plan[0][0] == 0 and plan[-1][1] == total
+        assert all(plan[k][1] == plan[k + 1][0] for k in range(n_blocks - 1))
         assert all(start <= stop for start, stop in plan)
-        assert plan == wmd.plan_shards(inputs, n_shards)
-    assert wmd.plan_shards(wmd.prepare(documents([{}]), emb, "bow"), 3) == [(0, 0)] * 3
+        assert plan == wmd.plan_blocks(inputs, n_blocks)
+    assert wmd.plan_blocks(wmd.prepare(documents([{}]), emb, "bow"), 3) == [(0, 0)] * 3
 
 
-def test_shards_enumerate_pairs_row_major():
+def test_blocks_enumerate_pairs_row_major():
     docs, emb = random_corpus(5, 9)
     inputs = wmd.prepare(docs, emb, "bow")
-    tables = shard_table(inputs, 4)
+    tables = block_tables(inputs, 4)
     pairs = [(r["i"], r["j"]) for t in tables for r in t.to_pylist()]
     assert pairs == [(i, j) for i in range(9) for j in range(i + 1, 9)]
     assert tables[0].schema.equals(schemas.WMD_SHARD)
@@ -311,26 +416,31 @@ def test_plan_balances_estimated_work_not_pairs():
     rng = np.random.default_rng(6)
     vocab = [f"w{k:03d}" for k in range(300)]
     emb = embeddings({w: rng.standard_normal(4).tolist() for w in vocab})
-    bags = [{w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)}
-            for k in range(40)]
+    bags = [
+        {w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)} for k in range(40)
+    ]
     inputs = wmd.prepare(documents(bags), emb, "bow")
-    plan = wmd.plan_shards(inputs, 4)
+    plan = wmd.plan_blocks(inputs, 4)
     sizes = inputs.sizes
     starts = wmd.row_starts(inputs.n)
     i = np.searchsorted(starts, np.arange(starts[-1]), side="right") - 1
     j = np.arange(starts[-1]) - starts[i] + i + 1
     work = (sizes[i] * sizes[j]) ** wmd.WORK_EXPONENT + wmd.PAIR_OVERHEAD
-    per_shard = np.array([work[a:b].sum() for a, b in plan])
-    assert per_shard.max() / per_shard.min() < 1.1
+    per_block = np.array([work[a:b].sum() for a, b in plan])
+    assert per_block.max() / per_block.min() < 1.1
     assert plan[0][1] - plan[0][0] < len(work) / 4 / 3  # far fewer pairs than a quarter
 
 
 def test_progress_reports_the_end():
     docs, emb = random_corpus(7, 8)
     calls = []
-    wmd.solve_shard(wmd.prepare(docs, emb, "bow"), 0, 2,
-                    progress=lambda done, total: calls.append((done, total)))
-    total = wmd.plan_shards(wmd.prepare(docs, emb, "bow"), 2)[0][1]
+    wmd.solve_block(
+        wmd.prepare(docs, emb, "bow"),
+        0,
+        2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
+    total = wmd.plan_blocks(wmd.prepare(docs, emb, "bow"), 2)[0][1]
     assert calls[-1] == (total, total)
 
 
@@ -347,8 +457,13 @@ def test_progress_is_reported_while_solving(monkeypatch):
     monkeypatch.setattr(wmd, "PROGRESS_SECONDS", 0.001)
     docs, emb = random_corpus(9, 40, max_len=25)
     calls = []
-    wmd.solve_shard(wmd.prepare(docs, emb, "bow"), 0, 1, threads=2,
-                    progress=lambda done, total: calls.append((done, total)))
+    wmd.solve_block(
+        wmd.prepare(docs, emb, "bow"),
+        0,
+        1,
+        threads=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     done = [d for d, _ in calls]
     assert len(calls) > 1 and done == sorted(done) and calls[-1] == (780, 780)
 
@@ -358,7 +473,7 @@ def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):
     inputs = wmd.prepare(docs, emb, "bow")
     monkeypatch.setattr(wmd, "MAX_ITER", 1)
     with pytest.raises(io.WmdevalError, match="optimality"):
-        wmd.solve_shard(inputs, 0, 1, threads=2)
+        wmd.solve_block(inputs, 0, 1, threads=2)
 
 
 def one_fold_splits(doc_ids, test_ids) -> pa.Table:
@@ -374,20 +489,32 @@ def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
     test_ids = {1, 4, 5, 11, 17, 18, 25}  # interleaved with training documents, one empty
     io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(emb, tmp_path / "embeddings.parquet")
-    io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet",
-                   schemas.SPLITS)
-    full = wmd.gather(n, shard_table(wmd.prepare(docs, emb, "bow"), 1))
+    io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet", schemas.SPLITS)
+    full = wmd.gather(n, block_tables(wmd.prepare(docs, emb, "bow"), 1))
     outputs = []
-    for n_shards in (1, 4, 9):
-        paths = [tmp_path / f"{n_shards}-{k}.parquet" for k in range(n_shards)]
+    for n_blocks in (1, 4, 9):
+        paths = [tmp_path / f"{n_blocks}-{k}.parquet" for k in range(n_blocks)]
         for k, path in enumerate(paths):
-            wmd.run_shard(tmp_path / "documents.parquet", tmp_path / "embeddings.parquet", "bow",
-                          k, n_shards, 1, path, splits_path=tmp_path / "splits.parquet")
+            wmd.run_block(
+                tmp_path / "documents.parquet",
+                tmp_path / "embeddings.parquet",
+                "bow",
+                k,
+                n_blocks,
+                1,
+                path,
+                splits_path=tmp_path / "splits.parquet",
+            )
         solved = sum(io.read_table(p).num_rows for p in paths)
         assert solved == n * (n - 1) // 2 - len(test_ids) * (len(test_ids) - 1) // 2
-        out = tmp_path / f"wmd-{n_shards}.parquet"
-        wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD",
-                       splits_path=tmp_path / "splits.parquet")
+        out = tmp_path / f"wmd-{n_blocks}.parquet"
+        wmd.run_gather(
+            tmp_path / "documents.parquet",
+            paths,
+            out,
+            "WMD",
+            splits_path=tmp_path / "splits.parquet",
+        )
         outputs.append(out.read_bytes())
         _, matrix = io.read_distances(out)
         test = np.isin(np.arange(n), sorted(test_ids))

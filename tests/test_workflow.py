@@ -224,20 +224,20 @@ def test_second_run_has_nothing_to_do(finished_run):
     assert "Nothing to be done" in run.stdout + run.stderr
 
 
-def test_shard_count_does_not_change_the_matrix(finished_run, tmp_path):
-    """Re-solve a workflow matrix with another shard count: byte-identical Parquet."""
+def test_block_count_does_not_change_the_matrix(finished_run, tmp_path):
+    """Re-solve a workflow matrix with another block count: byte-identical Parquet."""
     from wmdeval.cli import main
 
     results = finished_run / "results" / "subjects" / "original"
-    shards = [str(tmp_path / f"{k}.parquet") for k in range(1, 4)]
-    for k, path in enumerate(shards, 1):
-        assert main(["wmd-shard", "--documents", str(results / "documents.parquet"),
+    blocks = [str(tmp_path / f"{k}.parquet") for k in range(1, 4)]
+    for k, path in enumerate(blocks, 1):
+        assert main(["wmd-block", "--documents", str(results / "documents.parquet"),
                      "--embeddings", str(finished_run / "results" / "subjects" / "vectors" /
                                          "embeddings.parquet"),
-                     "--weighting", "bow", "--shard", f"{k}-of-3", "--out", path]) == 0
+                     "--weighting", "bow", "--block", f"{k}-of-3", "--out", path]) == 0
     out = tmp_path / "wmd.parquet"
     assert main(["wmd-gather", "--documents", str(results / "documents.parquet"),
-                 "--shards", *shards, "--method", "WMD", "--out", str(out)]) == 0
+                 "--blocks", *blocks, "--method", "WMD", "--out", str(out)]) == 0
     assert out.read_bytes() == (results / "distances" / "wmd.parquet").read_bytes()
 
 
@@ -245,36 +245,36 @@ def test_dry_run_and_rulegraph_name_every_stage(finished_run):
     run = snakemake(finished_run, "--rulegraph", "--forceall")
     assert run.returncode == 0, run.stderr[-3000:]
     for rule in ("ingest", "train_embeddings", "lookup_embeddings", "duplicates", "filter_oov",
-                 "select_variant", "wmd_shard", "wmd_gather", "wmd_subset", "project_pca",
+                 "select_variant", "wmd_block", "wmd_gather", "wmd_subset", "project_pca",
                  "evaluate", "evaluate_allwords", "collect_scores", "tables", "figure3",
                  "figure4", "figure5", "wmd_vs_bow", "analyses", "n2o_report",
                  "crossmatch_table", "corpus_distance_table", "ksc_report"):
         assert f'label = "{rule}"' in run.stdout, rule
 
 
-def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
-    """Kill a real shard job mid-solve, then let Snakemake finish: one shard reruns."""
+def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
+    """Kill a real block job mid-solve, then let Snakemake finish: one block reruns."""
     import signal
     import time
 
     results = finished_run / "results" / "newsgroups" / "original"
-    shard = results / "wmd_shards" / "wmd" / "2-of-4.parquet"
+    block = results / "wmd_blocks" / "wmd" / "2-of-4.parquet"
     matrix = results / "distances" / "wmd.parquet"
     before = matrix.read_bytes()
-    # as if the run was killed while this shard was solving: nothing gathered yet
-    shard.unlink()
+    # as if the run was killed while this block was solving: nothing gathered yet
+    block.unlink()
     matrix.unlink()
-    command = [str(Path(sys.executable).parent / "wmdeval"), "wmd-shard",
+    command = [str(Path(sys.executable).parent / "wmdeval"), "wmd-block",
                "--documents", str(results / "documents.parquet"),
                "--embeddings", str(finished_run / "results" / "newsgroups" / "vectors" /
                                    "embeddings.parquet"),
-               "--weighting", "bow", "--shard", "2-of-4", "--out", str(shard)]
+               "--weighting", "bow", "--block", "2-of-4", "--out", str(block)]
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # past start-up, inside the solve
     job.send_signal(signal.SIGKILL)
     job.wait()
-    assert not shard.exists()
-    assert not list(shard.parent.glob(f".{shard.name}*"))  # no partial file either
+    assert not block.exists()
+    assert not list(block.parent.glob(f".{block.name}*"))  # no partial file either
 
     # Snakemake leaves missing intermediates alone while everything downstream is up to
     # date, so ask for the matrix itself, as a run interrupted before gathering would
@@ -284,9 +284,9 @@ def test_killed_shard_job_leaves_nothing_and_only_it_reruns(finished_run):
     # the job-stats table: "<rule> <count>" lines (the Reasons section also names rules)
     rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
     counts = {row[0]: row[1] for row in rows
-              if len(row) == 2 and row[0] in ("wmd_shard", "wmd_gather") and row[1].isdigit()}
-    # only the killed shard is solved again (3 of its siblings are kept), then gathered
-    assert counts == {"wmd_shard": "1", "wmd_gather": "1"}, plan.stderr[-3000:]
+              if len(row) == 2 and row[0] in ("wmd_block", "wmd_gather") and row[1].isdigit()}
+    # only the killed block is solved again (3 of its siblings are kept), then gathered
+    assert counts == {"wmd_block": "1", "wmd_gather": "1"}, plan.stderr[-3000:]
     run = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml")
     assert run.returncode == 0, run.stderr[-3000:]
     assert matrix.read_bytes() == before

@@ -167,7 +167,7 @@ def real_inputs_run(tmp_path_factory, server):
         },
         "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
         "run": ["five", "one", "tsv"],
-        "wmd": {"shards": 3},
+        "wmd": {"blocks": 3},
     }
     run = snakemake(workdir, config)
     assert run.returncode == 0, run.stderr[-5000:]

@@ -14,7 +14,21 @@ from wmdeval.methods import (
     method_by_slug,
     pca_method_name,
 )
-from wmdeval.wmd import gather_mem_mb, shard_resources as wmd_shard_resources
+from wmdeval.wmd import block_resources as wmd_block_resources, gather_mem_mb
+
+# WMD work used to be split by a scatter whose count named the stored files, so changing
+# the parallelism re-solved finished matrices. Say what replaced it instead of "unknown key".
+if "shards" in (config.get("wmd") or {}):
+    sys.exit(
+        "wmdeval: config: wmd.shards was replaced by wmd.blocks (stored work units per WMD"
+        " matrix); how many run at once is --cores, or group-components on SLURM"
+    )
+if "wmd_shards" in getattr(workflow.resource_settings, "overwrite_scatter", {}):
+    sys.exit(
+        "wmdeval: --set-scatter wmd_shards is gone: WMD matrices are stored as wmd.blocks"
+        " units; choose how many run at once with --cores, or with --group-components"
+        " wmd=N on SLURM"
+    )
 
 try:
     wmdeval_config.validate(config, source="config")
@@ -38,10 +52,6 @@ def names_regex(names):
 wildcard_constraints:
     dataset=names_regex(config["datasets"]),
     variant="original|clean",
-
-
-scattergather:
-    wmd_shards=config["wmd"]["shards"],
 
 
 def spec_json(spec):
@@ -126,10 +136,19 @@ def wmd_embeddings(wildcards):
     return f"results/{wildcards.dataset}/vectors/embeddings.parquet"
 
 
-def shard_resources(documents, scatteritem, threads, attempt):
-    """mem_mb and runtime of one WMD shard job ("3-of-8") from the work it holds."""
-    n_shards = int(scatteritem.split("-of-")[1])
-    return wmd_shard_resources(documents, n_shards, threads, attempt)
+# The stored WMD work units of every matrix: "1-of-N" .. "N-of-N". Their names (and so the
+# files) depend only on config, never on how many jobs solve them, so a run with another
+# --cores or job grouping finds every finished block. The count is known when planning:
+# a dry run needs no data.
+WMD_BLOCKS = [
+    f"{k}-of-{config['wmd']['blocks']}" for k in range(1, config["wmd"]["blocks"] + 1)
+]
+
+
+def block_resources(documents, block, threads, attempt):
+    """mem_mb and runtime of one WMD block job ("3-of-8") from the work it holds."""
+    n_blocks = int(block.split("-of-")[1])
+    return wmd_block_resources(documents, n_blocks, threads, attempt)
 
 
 PCA_DIMS = config["pca_dims"]

@@ -1,29 +1,44 @@
-# Stage 4: WMD and WMD-TF-IDF matrices by exact optimal transport, sharded across jobs.
+# Stage 4: WMD and WMD-TF-IDF matrices by exact optimal transport, solved in stored blocks.
 # WMD is solved once on the original documents; the clean variant (a subset) takes
 # its rows and columns. WMD-TF-IDF depends on the variant's IDF, so it is solved per variant.
+#
+# A block is the stored unit of WMD work: wmd.blocks of them per matrix, balanced by
+# estimated work, named "<k>-of-<wmd.blocks>". One job solves one block. How many jobs run
+# at once (--cores) or go to SLURM together (groups / group-components, see
+# profiles/slurm) is a scheduling choice that never renames a block, so it never reruns one.
+#
+# Block files are kept, not temp(): they are the expensive part (CPU-hours for the paper's
+# data), and with them a lost matrix or a changed gather reruns in minutes instead of
+# re-solving every block. temp() would resume an interrupted run just as well (Snakemake
+# deletes temp files only once every consumer has finished) and save disk (about 16 bytes
+# per pair, the order of the matrix itself), but any later gather would then solve the whole
+# matrix again. To reclaim the disk after a project, delete results/*/*/wmd_blocks/.
 
 
-rule wmd_shard:
+rule wmd_block:
     input:
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
         embeddings=wmd_embeddings,
     output:
-        "results/{dataset}/{variant}/wmd_shards/{method}/{scatteritem}.parquet",
+        "results/{dataset}/{variant}/wmd_blocks/{method}/{block}.parquet",
     log:
-        logged("{dataset}/{variant}/wmd_shards/{method}/{scatteritem}"),
+        logged("{dataset}/{variant}/wmd_blocks/{method}/{block}"),
     benchmark:
-        benchmarked("{dataset}/{variant}/wmd_shards/{method}/{scatteritem}")
+        benchmarked("{dataset}/{variant}/wmd_blocks/{method}/{block}")
+    wildcard_constraints:
+        block="[0-9]+-of-[0-9]+",
     conda:
         "../../envs/wmdeval.yaml"
     threads: config["wmd"]["threads"]
     resources:
-        # from the estimated work of the shard; doubled on each retry (--retries)
-        mem_mb=lambda wildcards, input, threads, attempt: shard_resources(
-            input.documents, wildcards.scatteritem, threads, attempt
+        # from the estimated work of the block; doubled on each retry (--retries). A group
+        # of blocks asks for the sum over the blocks it runs side by side (the max runtime).
+        mem_mb=lambda wildcards, input, threads, attempt: block_resources(
+            input.documents, wildcards.block, threads, attempt
         )["mem_mb"],
-        runtime=lambda wildcards, input, threads, attempt: shard_resources(
-            input.documents, wildcards.scatteritem, threads, attempt
+        runtime=lambda wildcards, input, threads, attempt: block_resources(
+            input.documents, wildcards.block, threads, attempt
         )["runtime"],
     params:
         weighting=lambda wildcards: (
@@ -33,8 +48,8 @@ rule wmd_shard:
             f"--splits {input.splits}" if config["wmd"]["skip_test_pairs"] else ""
         ),
     shell:
-        "wmdeval wmd-shard --documents {input.documents} --embeddings {input.embeddings}"
-        " {params.splits} --weighting {params.weighting} --shard {wildcards.scatteritem}"
+        "wmdeval wmd-block --documents {input.documents} --embeddings {input.embeddings}"
+        " {params.splits} --weighting {params.weighting} --block {wildcards.block}"
         " --threads {threads} --out {output} 2> {log}"
 
 
@@ -42,8 +57,9 @@ rule wmd_gather:
     input:
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
-        shards=gather.wmd_shards(
-            "results/{{dataset}}/{{variant}}/wmd_shards/{{method}}/{scatteritem}.parquet"
+        blocks=expand(
+            "results/{{dataset}}/{{variant}}/wmd_blocks/{{method}}/{block}.parquet",
+            block=WMD_BLOCKS,
         ),
     output:
         "results/{dataset}/{variant}/distances/{method}.parquet",
@@ -55,7 +71,7 @@ rule wmd_gather:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # the float32 matrix twice (assembly and Parquet) plus one shard in flight
+        # the float32 matrix twice (assembly and Parquet) plus one block in flight
         mem_mb=lambda wildcards, input, attempt: gather_mem_mb(input.documents)
         * attempt,
         runtime=30,
@@ -65,7 +81,7 @@ rule wmd_gather:
             f"--splits {input.splits}" if config["wmd"]["skip_test_pairs"] else ""
         ),
     shell:
-        "wmdeval wmd-gather --documents {input.documents} --shards {input.shards}"
+        "wmdeval wmd-gather --documents {input.documents} --blocks {input.blocks}"
         " {params.splits} --method {params.name:q} --out {output} 2> {log}"
 
 

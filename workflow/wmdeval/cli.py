@@ -55,15 +55,15 @@ def _expect_argument(p, name: str = "--expect", what: str = "the input",
                         "every combination must have rows, and no other")
 
 
-def _shard(text: str) -> tuple[int, int]:
-    """Snakemake's scatter item '3-of-8' -> (2, 8), 0-based."""
+def _block(text: str) -> tuple[int, int]:
+    """A WMD work unit's name '3-of-8' -> (2, 8), 0-based."""
     try:
         item, total = text.split("-of-")
         item, total = int(item), int(total)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected N-of-M, got {text!r}") from None
     if not 1 <= item <= total:
-        raise argparse.ArgumentTypeError(f"shard {text!r} out of range")
+        raise argparse.ArgumentTypeError(f"block {text!r} out of range")
     return item - 1, total
 
 
@@ -195,20 +195,20 @@ def _(p):
     p.add_argument("--kept", default=None, help="doc ids to keep (Parquet); absent = all")
 
 
-def _wmd_shard(a):
-    from .wmd import run_shard
+def _wmd_block(a):
+    from .wmd import run_block
 
-    shard, n_shards = a.shard
-    run_shard(a.documents, a.embeddings, a.weighting, shard, n_shards, a.threads, a.out,
+    block, n_blocks = a.block
+    run_block(a.documents, a.embeddings, a.weighting, block, n_blocks, a.threads, a.out,
               splits_path=a.splits)
 
 
-@command("wmd-shard", "solve one shard of a WMD matrix")(_wmd_shard)
+@command("wmd-block", "solve one stored block (work unit) of a WMD matrix")(_wmd_block)
 def _(p):
     for name in ("--documents", "--embeddings", "--out"):
         p.add_argument(name, required=True)
     p.add_argument("--weighting", choices=("bow", "tfidf"), required=True)
-    p.add_argument("--shard", type=_shard, required=True, help="N-of-M (1-based)")
+    p.add_argument("--block", type=_block, required=True, help="N-of-M (1-based)")
     p.add_argument("--splits", default=None,
                    help="splits of a one-fold dataset: its test x test pairs are skipped")
     p.add_argument("--threads", type=int, default=1)
@@ -217,14 +217,14 @@ def _(p):
 def _wmd_gather(a):
     from .wmd import run_gather
 
-    run_gather(a.documents, a.shards, a.out, a.method, splits_path=a.splits)
+    run_gather(a.documents, a.blocks, a.out, a.method, splits_path=a.splits)
 
 
-@command("wmd-gather", "assemble WMD shards into a distance matrix")(_wmd_gather)
+@command("wmd-gather", "assemble WMD blocks into a distance matrix")(_wmd_gather)
 def _(p):
     for name in ("--documents", "--out", "--method"):
         p.add_argument(name, required=True)
-    p.add_argument("--shards", nargs="+", required=True)
+    p.add_argument("--blocks", nargs="+", required=True)
     p.add_argument("--splits", default=None,
                    help="splits of a one-fold dataset: its test x test pairs are skipped")
 

@@ -81,10 +81,10 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
 
 # ------------------------------------------------------------------ command-line strings
 # Snakemake's `--config key=value` reads a top-level value as int, float, True/False or YAML
-# with every scalar a string: `wmd='{shards: 16}'` arrives as {"shards": "16"},
+# with every scalar a string: `wmd='{threads: 2}'` arrives as {"threads": "2"},
 # `all_words=false` as "false", `run=null` as "null". Such strings are read as the type the
 # schema expects at their place before validation; one that cannot be read is left as it
-# is, so validation reports it as usual ("wmd.shards: expected integer, got '16x'").
+# is, so validation reports it as usual ("wmd.threads: expected integer, got '2x'").
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOOLEANS = {"true": True, "yes": True, "false": False, "no": False}

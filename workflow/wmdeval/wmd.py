@@ -1,13 +1,15 @@
-"""Exact Word Mover's Distance matrices, solved in shards (docs/protocol.md §5 and §7).
+"""Exact Word Mover's Distance matrices, solved in blocks (docs/protocol.md §5 and §7).
 
 WMD between two documents is the optimal-transport cost between their word
 weights (L1-normalised counts, or tf-idf for WMD-TF-IDF), with the Euclidean
 distance between word embeddings as ground cost, solved exactly with POT's
 network simplex. A dataset needs all n(n-1)/2 pairs i < j; they are numbered
-row-major (i ascending, then j ascending) and cut into contiguous shards of
-about equal estimated work, each solved by one job and gathered afterwards.
+row-major (i ascending, then j ascending) and cut into contiguous blocks of
+about equal estimated work. A block is the stored unit of work (one file each): it
+depends only on the documents and the number of blocks, never on how many jobs or
+submissions solve them. One job solves one block; the blocks are gathered afterwards.
 
-Every distance is a function of its pair alone (never of the shard layout or of
+Every distance is a function of its pair alone (never of the block layout or of
 the thread count), so any layout gives a bit-identical matrix: see
 :func:`_row_costs` for the one place where that takes care.
 """
@@ -39,10 +41,13 @@ LOG = logging.getLogger("wmdeval.wmd")
 MAX_ITER = 1_000_000
 #: POT's network-simplex result codes.
 _OPTIMAL = 1
-_FAILURES = {0: "infeasible (marginals of unequal mass?)", 2: "unbounded",
-             3: "iteration limit reached before optimality"}
+_FAILURES = {
+    0: "infeasible (marginals of unequal mass?)",
+    2: "unbounded",
+    3: "iteration limit reached before optimality",
+}
 
-#: Work model of one pair for shard balancing: (u_i * u_j) ** WORK_EXPONENT + PAIR_OVERHEAD,
+#: Work model of one pair for block balancing: (u_i * u_j) ** WORK_EXPONENT + PAIR_OVERHEAD,
 #: u = distinct words. Fitted to POT 0.9 network-simplex timings on 300-d word vectors,
 #: 5 to 300 words per document: time grows like (u_i u_j)^1.05-1.2 (one unit ~0.023 us
 #: on the machine measured) plus ~8 us of fixed cost per pair (~350 units).
@@ -106,8 +111,7 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
     words_col = documents.column("words").combine_chunks()
     counts_col = documents.column("counts").combine_chunks()
     lengths = pc.list_value_length(words_col).to_numpy(zero_copy_only=False).astype(np.int64)
-    if not np.array_equal(lengths, pc.list_value_length(counts_col).to_numpy(
-            zero_copy_only=False)):
+    if not np.array_equal(lengths, pc.list_value_length(counts_col).to_numpy(zero_copy_only=False)):
         raise io.WmdevalError("documents: `words` and `counts` differ in length")
     flat_words = pc.list_flatten(words_col)
     counts = pc.list_flatten(counts_col).to_numpy(zero_copy_only=False).astype(np.float64)
@@ -119,7 +123,8 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
         first = int(np.flatnonzero(rows.is_null().to_numpy(zero_copy_only=False))[0])
         raise io.WmdevalError(
             f"word {flat_words[first].as_py()!r} of document {doc_ids[doc_of[first]]} "
-            "has no embedding")
+            "has no embedding"
+        )
     rows = rows.to_numpy(zero_copy_only=False).astype(np.int64)
     _check_distinct(rows, doc_of, len(vocabulary), doc_ids)
 
@@ -140,8 +145,8 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
         raise io.WmdevalError("embeddings: a vector has non-finite values")
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(doc_of, minlength=n), out=offsets[1:])
-    indices = tuple(flat_indices[offsets[k]:offsets[k + 1]] for k in range(n))
-    marginals = tuple(weights[offsets[k]:offsets[k + 1]] for k in range(n))
+    indices = tuple(flat_indices[offsets[k] : offsets[k + 1]] for k in range(n))
+    marginals = tuple(weights[offsets[k] : offsets[k + 1]] for k in range(n))
     return WmdInputs(
         doc_ids=doc_ids,
         words=np.asarray(vocabulary.take(pa.array(used)).to_pylist(), dtype=object),
@@ -155,8 +160,9 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
     )
 
 
-def _check_distinct(rows: np.ndarray, doc_of: np.ndarray, n_words: int,
-                    doc_ids: np.ndarray) -> None:
+def _check_distinct(
+    rows: np.ndarray, doc_of: np.ndarray, n_words: int, doc_ids: np.ndarray
+) -> None:
     # A word listed twice would be counted twice in df and be two points in the transport.
     key = np.sort(doc_of * n_words + rows)
     repeated = np.flatnonzero(key[1:] == key[:-1])
@@ -194,8 +200,11 @@ def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np
     """
     rows_a = np.asarray(rows_a)
     rows_b = np.asarray(rows_b)
-    costs = _distances(inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
-                       inputs.sq_norms[rows_a], inputs.sq_norms[rows_b])
+    costs = _distances(
+        inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
+        inputs.sq_norms[rows_a],
+        inputs.sq_norms[rows_b],
+    )
     costs[rows_a[:, None] == rows_b[None, :]] = 0.0
     return costs
 
@@ -203,7 +212,7 @@ def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np
 def _distances(products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
     """sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), computed in place in ``products``.
 
-    In place because the per-row blocks of solve_shard can be tens of MB.
+    In place because the per-row cost matrices of solve_block can be tens of MB.
     """
     d = products
     d *= -2.0
@@ -240,20 +249,22 @@ def _wmd(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
     return float(value)
 
 
-def transport(inputs: WmdInputs, i: int, j: int
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def transport(
+    inputs: WmdInputs, i: int, j: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Optimal plan and cost matrix of one pair, with the words of their rows and columns."""
     a, b = inputs.weights[i], inputs.weights[j]
     if not len(a) or not len(b):
         raise io.WmdevalError(
-            f"document {inputs.doc_ids[i] if not len(a) else inputs.doc_ids[j]} is empty")
+            f"document {inputs.doc_ids[i] if not len(a) else inputs.doc_ids[j]} is empty"
+        )
     cost = cost_matrix(inputs, inputs.indices[i], inputs.indices[j])
     plan = ot.emd(a, b, cost, numItermax=MAX_ITER)
     return plan, cost, inputs.words[inputs.indices[i]], inputs.words[inputs.indices[j]]
 
 
 # ---------------------------------------------------------------------------------------------
-# Pairs and shards
+# Pairs and blocks
 
 
 def row_starts(n: int, n_rows: int | None = None) -> np.ndarray:
@@ -262,7 +273,7 @@ def row_starts(n: int, n_rows: int | None = None) -> np.ndarray:
     i = np.arange(n + 1, dtype=np.int64)
     starts = i * (n - 1) - i * (i - 1) // 2
     if n_rows is not None and n_rows < n:
-        starts[n_rows + 1:] = starts[n_rows]
+        starts[n_rows + 1 :] = starts[n_rows]
     return starts
 
 
@@ -277,8 +288,10 @@ def solve_order(doc_ids: np.ndarray, splits: pa.Table | None) -> tuple[np.ndarra
     identity = np.arange(n, dtype=np.int64)
     if splits is None or len(np.unique(splits.column("fold").to_numpy())) != 1:
         return identity, n
-    is_train = np.isin(doc_ids, splits.filter(pc.equal(splits.column("subset"), "train"))
-                       .column("doc_id").to_numpy())
+    is_train = np.isin(
+        doc_ids,
+        splits.filter(pc.equal(splits.column("subset"), "train")).column("doc_id").to_numpy(),
+    )
     order = np.concatenate([identity[is_train], identity[~is_train]])
     return order, int(is_train.sum())
 
@@ -297,7 +310,7 @@ def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
         sq_norms=inputs.sq_norms,
         offsets=offsets,
         flat_indices=flat.astype(np.int32),
-        indices=tuple(flat[offsets[k]:offsets[k + 1]] for k in range(len(order))),
+        indices=tuple(flat[offsets[k] : offsets[k + 1]] for k in range(len(order))),
         weights=tuple(inputs.weights[k] for k in order),
         twin=inputs.twin[order],
     )
@@ -306,24 +319,25 @@ def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
 def _work_per_document(inputs: WmdInputs) -> np.ndarray:
     # Documents with fewer than two words never reach the solver: only the overhead.
     sizes = inputs.sizes.astype(np.float64)
-    return np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
+    return np.where(sizes >= 2, sizes**WORK_EXPONENT, 0.0)
 
 
-def plan_shards(inputs: WmdInputs, n_shards: int,
-                n_rows: int | None = None) -> list[tuple[int, int]]:
+def plan_blocks(
+    inputs: WmdInputs, n_blocks: int, n_rows: int | None = None
+) -> list[tuple[int, int]]:
     """Contiguous [start, stop) pair-rank ranges of about equal estimated work.
 
-    Depends only on the documents and n_shards. Works a row at a time: the work of
+    Depends only on the documents and n_blocks. Works a row at a time: the work of
     row i is s_i * sum_{j>i} s_j + overhead * (n-1-i) with s = u ** WORK_EXPONENT,
     and a boundary that falls inside a row is placed with that row's cumulative sum.
     """
-    if n_shards < 1:
-        raise ValueError("n_shards must be >= 1")
+    if n_blocks < 1:
+        raise ValueError("n_blocks must be >= 1")
     n = inputs.n
     starts = row_starts(n, n_rows)
     total_pairs = int(starts[-1])
     if total_pairs == 0:
-        return [(0, 0)] * n_shards
+        return [(0, 0)] * n_blocks
     s = _work_per_document(inputs)
     later = np.append(np.cumsum(s[::-1])[::-1][1:], 0.0)  # sum of s over the rows below
     pairs_in_row = np.diff(starts)
@@ -333,20 +347,21 @@ def plan_shards(inputs: WmdInputs, n_shards: int,
     last_row = int(np.flatnonzero(pairs_in_row)[-1])  # the last row that has pairs
 
     bounds = [0]
-    for k in range(1, n_shards):
-        target = total * k / n_shards
+    for k in range(1, n_blocks):
+        target = total * k / n_blocks
         # the row where cumulative work reaches the target (never a row without pairs)
         i = min(int(np.searchsorted(before_row, target, side="right")) - 1, last_row)
-        within = s[i] * np.cumsum(s[i + 1:]) + PAIR_OVERHEAD * np.arange(1, n - i)
-        # pairs of row i whose cumulative work stays within the target go to shard k-1
+        within = s[i] * np.cumsum(s[i + 1 :]) + PAIR_OVERHEAD * np.arange(1, n - i)
+        # pairs of row i whose cumulative work stays within the target go to block k-1
         taken = int(np.searchsorted(within, target - before_row[i], side="right"))
         bounds.append(max(bounds[-1], int(starts[i]) + min(taken, int(pairs_in_row[i]))))
     bounds.append(total_pairs)
-    return [(bounds[k], bounds[k + 1]) for k in range(n_shards)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n_blocks)]
 
 
-def _row_segments(n: int, start: int, stop: int,
-                  n_rows: int | None = None) -> list[tuple[int, int, int, int]]:
+def _row_segments(
+    n: int, start: int, stop: int, n_rows: int | None = None
+) -> list[tuple[int, int, int, int]]:
     """(i, j0, j1, offset) for the rows that pairs [start, stop) cross; offset is the
     position of pair (i, j0) within the range."""
     starts = row_starts(n, n_rows)
@@ -365,31 +380,36 @@ def _row_segments(n: int, start: int, stop: int,
 
 
 # ---------------------------------------------------------------------------------------------
-# Solving a shard
+# Solving a block
 
 
-def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
-                progress: Callable[[int, int], None] | None = None,
-                n_rows: int | None = None) -> pa.Table:
-    """WMD of the pairs of shard ``shard`` (0-based) of ``n_shards``: a WMD_SHARD table.
+def solve_block(
+    inputs: WmdInputs,
+    block: int,
+    n_blocks: int,
+    threads: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    n_rows: int | None = None,
+) -> pa.Table:
+    """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_SHARD table.
 
     Rows of the pair grid are independent tasks for ``threads`` worker threads (the
     network simplex runs without the GIL); results do not depend on the thread count.
     ``progress(pairs_done, pairs_total)`` is called every PROGRESS_SECONDS and at the end.
     """
-    if not 0 <= shard < n_shards:
-        raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
+    if not 0 <= block < n_blocks:
+        raise ValueError(f"block {block} is not in 0..{n_blocks - 1}")
     if threads < 1:
         raise ValueError("threads must be >= 1")
-    start, stop = plan_shards(inputs, n_shards, n_rows)[shard]
+    start, stop = plan_blocks(inputs, n_blocks, n_rows)[block]
     segments = _row_segments(inputs.n, start, stop, n_rows)
     n_pairs = stop - start
     i_out = np.empty(n_pairs, dtype=np.int32)
     j_out = np.empty(n_pairs, dtype=np.int32)
     d_out = np.empty(n_pairs, dtype=np.float64)
     for i, j0, j1, offset in segments:
-        i_out[offset:offset + j1 - j0] = i
-        j_out[offset:offset + j1 - j0] = np.arange(j0, j1)
+        i_out[offset : offset + j1 - j0] = i
+        j_out[offset : offset + j1 - j0] = np.arange(j0, j1)
 
     last_doc = _last_document_of_each_word(inputs)
     done = [0] * len(segments)  # pairs finished per segment; each slot has one writer
@@ -399,7 +419,7 @@ def solve_shard(inputs: WmdInputs, shard: int, n_shards: int, threads: int = 1,
 
     def work(k: int) -> None:
         i, j0, j1, offset = segments[k]
-        out = d_out[offset:offset + j1 - j0]
+        out = d_out[offset : offset + j1 - j0]
         _solve_row(inputs, last_doc, i, j0, j1, out, done, k, stop)
 
     # One BLAS thread: parallelism comes from our threads, and the row blocks' matrix
@@ -444,15 +464,18 @@ def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndar
     Returns (costs float64 [u_i, m], column of every vocabulary word in ``costs``, -1
     if absent). One matrix product per row instead of one per pair: less arithmetic,
     since documents share words. Its columns depend on i only, never on which part
-    of the row a shard or thread solves, so no entry's rounding depends on the layout
+    of the row a block or thread solves, so no entry's rounding depends on the layout
     (BLAS may round an entry differently in a product of another shape).
     """
     rows_i = inputs.indices[i]
     later = np.flatnonzero(last_doc > i)
     column = np.full(len(inputs.vectors), -1, dtype=np.int64)
     column[later] = np.arange(len(later))
-    costs = _distances(inputs.vectors[rows_i] @ inputs.vectors[later].T,
-                       inputs.sq_norms[rows_i], inputs.sq_norms[later])
+    costs = _distances(
+        inputs.vectors[rows_i] @ inputs.vectors[later].T,
+        inputs.sq_norms[rows_i],
+        inputs.sq_norms[later],
+    )
     also_later = np.flatnonzero(column[rows_i] >= 0)
     costs[also_later, column[rows_i[also_later]]] = 0.0  # a word's distance to itself
     return costs, column
@@ -478,7 +501,7 @@ def _solve_row(
     costs, column = _row_costs(inputs, last_doc, i)
     lo, hi = inputs.offsets[j0], inputs.offsets[j1]
     columns = column[inputs.flat_indices[lo:hi]]  # the cost columns of documents j0..j1-1
-    bounds = (inputs.offsets[j0:j1 + 1] - lo).tolist()
+    bounds = (inputs.offsets[j0 : j1 + 1] - lo).tolist()
     is_twin = (inputs.twin[j0:j1] == inputs.twin[i]).tolist()
     for k, j in enumerate(range(j0, j1)):
         if stop is not None and stop.is_set():
@@ -489,18 +512,18 @@ def _solve_row(
         elif is_twin[k]:
             out[k] = 0.0
         else:
-            out[k] = _wmd(a, b, costs.take(columns[bounds[k]:bounds[k + 1]], axis=1))
+            out[k] = _wmd(a, b, costs.take(columns[bounds[k] : bounds[k + 1]], axis=1))
         done[slot] = k + 1
 
 
 # ---------------------------------------------------------------------------------------------
-# Gathering shards into a matrix
+# Gathering blocks into a matrix
 
 
-def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
+def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
     """Symmetric float32 [n, n] matrix from WMD_SHARD tables covering every pair once.
 
-    ``shards`` may be any iterable (run_gather reads the files one at a time). Diagonal
+    ``blocks`` may be any iterable (run_gather reads the files one at a time). Diagonal
     0; a document whose distances are all NaN (an empty document) gets NaN on its
     diagonal too. (With fewer than two non-empty documents that cannot be told apart
     from the data; such a matrix is all NaN.) ``unsolved``: boolean [n], documents whose
@@ -509,15 +532,15 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     unseen = np.float32(-1.0)  # distances are >= 0 or NaN
     matrix = np.full((n, n), unseen, dtype=np.float32)
     rows = 0
-    for table in shards:
+    for table in blocks:
         rows += table.num_rows
-        # In slices: a shard of a large dataset has tens of millions of pairs.
+        # In slices: a block of a large dataset has tens of millions of pairs.
         for start in range(0, table.num_rows, 1 << 22):
             part = table.slice(start, 1 << 22)
             i = part.column("i").to_numpy().astype(np.int64)
             j = part.column("j").to_numpy().astype(np.int64)
             if not ((0 <= i).all() and (i < j).all() and (j < n).all()):
-                raise io.WmdevalError(f"a shard has a pair outside 0 <= i < j < {n}")
+                raise io.WmdevalError(f"a block has a pair outside 0 <= i < j < {n}")
             d = part.column("distance").to_numpy().astype(np.float32)
             matrix[i, j] = d
             matrix[j, i] = d
@@ -525,20 +548,22 @@ def gather(n: int, shards: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     total = n * (n - 1) // 2 - k * (k - 1) // 2
     if rows != total:
         raise io.WmdevalError(
-            f"shards hold {rows} pairs but {n} documents have {total}: "
-            f"{'some pairs are missing' if rows < total else 'some pairs are duplicated'}")
+            f"blocks hold {rows} pairs but {n} documents have {total}: "
+            f"{'some pairs are missing' if rows < total else 'some pairs are duplicated'}"
+        )
     if k:
         block = np.flatnonzero(unsolved)
         matrix[np.ix_(block, block)] = np.nan
     np.fill_diagonal(matrix, np.nan)
     # As many pairs as needed and none left unseen: every pair came exactly once.
     for r0 in range(0, n, 1024):
-        missing = np.argwhere(matrix[r0:r0 + 1024] == unseen)
+        missing = np.argwhere(matrix[r0 : r0 + 1024] == unseen)
         if len(missing):
             r, c = int(missing[0][0]) + r0, int(missing[0][1])
             raise io.WmdevalError(
-                f"pair ({min(r, c)}, {max(r, c)}) is missing from the shards "
-                "(and another is duplicated)")
+                f"pair ({min(r, c)}, {max(r, c)}) is missing from the blocks "
+                "(and another is duplicated)"
+            )
     # empty: no distance at all; with unsolved pairs, none to any solved partner
     solved = ~unsolved if k else slice(None)
     empty = np.array([np.isnan(row[solved]).all() for row in matrix], dtype=bool)
@@ -552,7 +577,8 @@ def submatrix(doc_ids: np.ndarray, matrix: np.ndarray, keep_ids: np.ndarray) -> 
     missing = [int(d) for d in keep_ids if int(d) not in position]
     if missing:
         raise io.WmdevalError(
-            f"{len(missing)} document(s) not in the distance matrix, e.g. doc_id {missing[0]}")
+            f"{len(missing)} document(s) not in the distance matrix, e.g. doc_id {missing[0]}"
+        )
     keep = np.array([position[int(d)] for d in keep_ids], dtype=np.int64)
     return matrix[np.ix_(keep, keep)]
 
@@ -574,14 +600,22 @@ def _read_solve_order(doc_ids: np.ndarray, splits_path) -> tuple[np.ndarray, int
     return solve_order(doc_ids, splits)
 
 
-def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_shards: int,
-              threads: int, out_path, splits_path=None) -> None:
-    """Solve shard ``shard`` (0-based) of ``n_shards`` and write it as a WMD_SHARD file.
+def run_block(
+    documents_path,
+    embeddings_path,
+    weighting: str,
+    block: int,
+    n_blocks: int,
+    threads: int,
+    out_path,
+    splits_path=None,
+) -> None:
+    """Solve block ``block`` (0-based) of ``n_blocks`` and write it as a WMD_SHARD file.
 
     With ``splits_path`` of a one-fold dataset, test x test pairs are not solved.
     """
-    if n_shards < 1 or not 0 <= shard < n_shards:
-        raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
+    if n_blocks < 1 or not 0 <= block < n_blocks:
+        raise io.WmdevalError(f"block {block} is not in 0..{n_blocks - 1}")
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
     documents = io.read_documents(documents_path)
@@ -589,12 +623,21 @@ def run_shard(documents_path, embeddings_path, weighting: str, shard: int, n_sha
     _log_empty(documents, inputs)
     order, n_rows = _read_solve_order(inputs.doc_ids, splits_path)
     ordered = reorder(inputs, order)
-    start, stop = plan_shards(ordered, n_shards, n_rows)[shard]
-    LOG.info("%d documents, %d pairs; shard %d/%d: pairs %d..%d (%d), %d thread(s)",
-             inputs.n, int(row_starts(inputs.n, n_rows)[-1]), shard + 1, n_shards, start,
-             stop, stop - start, threads)
-    table = solve_shard(ordered, shard, n_shards, threads, progress=_progress_logger(),
-                        n_rows=n_rows)
+    start, stop = plan_blocks(ordered, n_blocks, n_rows)[block]
+    LOG.info(
+        "%d documents, %d pairs; block %d/%d: pairs %d..%d (%d), %d thread(s)",
+        inputs.n,
+        int(row_starts(inputs.n, n_rows)[-1]),
+        block + 1,
+        n_blocks,
+        start,
+        stop,
+        stop - start,
+        threads,
+    )
+    table = solve_block(
+        ordered, block, n_blocks, threads, progress=_progress_logger(), n_rows=n_rows
+    )
     io.write_table(to_document_positions(table, order), out_path, schemas.WMD_SHARD)
 
 
@@ -602,21 +645,31 @@ def to_document_positions(table: pa.Table, order: np.ndarray) -> pa.Table:
     """Pairs of the solve order -> pairs (i < j) of the documents' own order."""
     a = order[table.column("i").to_numpy()]
     b = order[table.column("j").to_numpy()]
-    return pa.table({"i": np.minimum(a, b).astype(np.int32),
-                     "j": np.maximum(a, b).astype(np.int32),
-                     "distance": table.column("distance")}, schema=schemas.WMD_SHARD)
+    return pa.table(
+        {
+            "i": np.minimum(a, b).astype(np.int32),
+            "j": np.maximum(a, b).astype(np.int32),
+            "distance": table.column("distance"),
+        },
+        schema=schemas.WMD_SHARD,
+    )
 
 
 def _log_empty(documents: pa.Table, inputs: WmdInputs) -> None:
-    no_words = pc.list_value_length(documents.column("words")).to_numpy(
-        zero_copy_only=False) == 0
-    for label, mask in (("have no words", no_words),
-                        ("have no tf-idf mass (every word in every document)",
-                         inputs.empty & ~no_words)):
+    no_words = pc.list_value_length(documents.column("words")).to_numpy(zero_copy_only=False) == 0
+    for label, mask in (
+        ("have no words", no_words),
+        ("have no tf-idf mass (every word in every document)", inputs.empty & ~no_words),
+    ):
         if mask.any():
             ids = inputs.doc_ids[mask]
-            LOG.warning("%d document(s) %s; their distances are NaN: doc_id %s%s", len(ids),
-                        label, ", ".join(map(str, ids[:20])), ", ..." if len(ids) > 20 else "")
+            LOG.warning(
+                "%d document(s) %s; their distances are NaN: doc_id %s%s",
+                len(ids),
+                label,
+                ", ".join(map(str, ids[:20])),
+                ", ..." if len(ids) > 20 else "",
+            )
 
 
 def _progress_logger() -> Callable[[int, int], None]:
@@ -625,8 +678,14 @@ def _progress_logger() -> Callable[[int, int], None]:
     def report(done: int, total: int) -> None:
         rate = done / max(time.monotonic() - started, 1e-9)
         eta = (total - done) / rate if rate > 0 else float("inf")
-        LOG.info("%d/%d pairs done (%.1f%%), %.0f pairs/s, ETA %s", done, total,
-                 100.0 * done / max(total, 1), rate, _duration(eta))
+        LOG.info(
+            "%d/%d pairs done (%.1f%%), %.0f pairs/s, ETA %s",
+            done,
+            total,
+            100.0 * done / max(total, 1),
+            rate,
+            _duration(eta),
+        )
 
     return report
 
@@ -638,18 +697,25 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
-def run_gather(documents_path, shard_paths: list, out_path, method_name: str,
-               splits_path=None) -> None:
-    """Gather shard files into a DISTANCES file over the documents' doc_ids."""
+def run_gather(
+    documents_path, block_paths: list, out_path, method_name: str, splits_path=None
+) -> None:
+    """Gather block files into a DISTANCES file over the documents' doc_ids."""
     doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
-    shards = (io.read_table(p, schemas.WMD_SHARD) for p in shard_paths)
+    blocks = (io.read_table(p, schemas.WMD_SHARD) for p in block_paths)
     order, n_rows = _read_solve_order(doc_ids, splits_path)
     unsolved = np.zeros(len(doc_ids), dtype=bool)
     unsolved[order[n_rows:]] = True
-    matrix = gather(len(doc_ids), shards, unsolved)
+    matrix = gather(len(doc_ids), blocks, unsolved)
     empty = int(np.isnan(np.diagonal(matrix)).sum())
-    LOG.info("%s: %d x %d matrix from %d shard(s); %d empty document(s)", method_name,
-             len(doc_ids), len(doc_ids), len(shard_paths), empty)
+    LOG.info(
+        "%s: %d x %d matrix from %d block(s); %d empty document(s)",
+        method_name,
+        len(doc_ids),
+        len(doc_ids),
+        len(block_paths),
+        empty,
+    )
     io.write_distances(matrix, doc_ids, out_path, metadata={"method": method_name})
 
 
@@ -660,26 +726,28 @@ def run_subset(matrix_path, documents_path, out_path) -> None:
     metadata = pq.read_schema(matrix_path).metadata or {}
     kept = {k.decode(): v.decode() for k, v in metadata.items() if not k.startswith(b"ARROW:")}
     LOG.info("%d of %d documents kept", len(keep_ids), len(doc_ids))
-    io.write_distances(submatrix(doc_ids, matrix, keep_ids), keep_ids, out_path,
-                       metadata=kept or None)
+    io.write_distances(
+        submatrix(doc_ids, matrix, keep_ids), keep_ids, out_path, metadata=kept or None
+    )
 
 
 # ---------------------------------------------------------------------------------------------
-# Resources of a shard job (for the workflow's scheduler)
+# Resources of a block job (for the workflow's scheduler)
 
 
 @functools.lru_cache(maxsize=64)
 def _document_sizes(path: str, mtime_ns: int) -> np.ndarray:
-    # Cached per file version: Snakemake asks once per shard job, and a matrix has many.
+    # Cached per file version: Snakemake asks once per block job, and a matrix has many.
     words = pq.read_table(path, columns=["words"]).column("words")
     return pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def shard_resources(documents_path, n_shards: int, threads: int, attempt: int = 1
-                    ) -> dict[str, int]:
-    """mem_mb and runtime (minutes) of one shard job, from the work it holds.
+def block_resources(
+    documents_path, n_blocks: int, threads: int, attempt: int = 1
+) -> dict[str, int]:
+    """mem_mb and runtime (minutes) of one block job, from the work it holds.
 
-    Uses the same work model as the shard plan: a shard holds 1/n_shards of the
+    Uses the same work model as the block plan: a block holds 1/n_blocks of the
     estimated work. Generous on purpose (3x the fitted time, as clusters' cores are
     often slower than the machine it was fitted on), and doubled per retry. Before the
     documents exist (a dry run), a nominal request.
@@ -690,13 +758,13 @@ def shard_resources(documents_path, n_shards: int, threads: int, attempt: int = 
         return {"mem_mb": 1000 * attempt, "runtime": 60 * attempt}
     sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
     n = len(sizes)
-    work = np.where(sizes >= 2, sizes ** WORK_EXPONENT, 0.0)
+    work = np.where(sizes >= 2, sizes**WORK_EXPONENT, 0.0)
     pairs = n * (n - 1) / 2
-    units = (work.sum() ** 2 - (work ** 2).sum()) / 2 + PAIR_OVERHEAD * pairs
-    seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
+    units = (work.sum() ** 2 - (work**2).sum()) / 2 + PAIR_OVERHEAD * pairs
+    seconds = units * SECONDS_PER_UNIT / n_blocks / max(threads * 0.9, 1.0)
     runtime = int(np.ceil(5 + 3 * seconds / 60))
-    # the shard's pairs (i, j, distance and numpy copies) plus the documents and vectors
-    mem_mb = int(np.ceil(400 + 40 * pairs / n_shards / 1e6 + 30 * stat.st_size / 1e6))
+    # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors
+    mem_mb = int(np.ceil(400 + 40 * pairs / n_blocks / 1e6 + 30 * stat.st_size / 1e6))
     factor = 2 ** (attempt - 1)
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
