@@ -432,3 +432,28 @@ def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
         pca_dim=dim)
     assert png.read_bytes() == (REPO / "docs" / "figure5_original.png").read_bytes(), (
         "docs/figure5_original.png is not the demo's Figure 5: copy it from a demo run")
+
+
+def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
+    """The job counts the README quotes for config/paper.yaml are those of its dry run."""
+    workdir = tmp_path / "paper"
+    workdir.mkdir()
+    shutil.copy(REPO / "Snakefile", workdir)
+    shutil.copytree(REPO / "workflow" / "rules", workdir / "workflow" / "rules")
+    shutil.copytree(REPO / "workflow" / "report", workdir / "workflow" / "report")
+    shutil.copytree(REPO / "config", workdir / "config")
+    plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    table = plan.stdout.split("Job stats:", 1)[1]
+    counts = {row[0]: int(row[1]) for row in map(str.split, table.splitlines()[3:])
+              if len(row) == 2 and row[1].isdigit()}
+    import yaml
+
+    readme = README.read_text(encoding="utf-8")
+    total, blocks, gathers = counts["total"], counts["wmd_block"], counts["wmd_gather"]
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    bundle = profile["group-components"]["wmd"]
+    for quoted in (f"plan first: {total:,} jobs", f"the whole plan is {total:,} jobs",
+                   f"is {blocks:,} block jobs", f"one job per solved matrix ({gathers})",
+                   f"turns {blocks:,} block submissions into {-(-blocks // bundle)}"):
+        assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"
