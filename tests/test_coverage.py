@@ -178,6 +178,19 @@ def test_tables_refuse_all_words_scores_that_miss_a_dataset(tmp_path):
         )
 
 
+def test_tables_without_all_words_datasets_need_no_all_words_scores(tmp_path):
+    """all_words off (or no raw-text dataset): the all-words expectation has no dataset, so
+    Tables 4/5 are written without rows and no all-words scores are asked for."""
+    path = tmp_path / "scores.parquet"
+    io.write_table(
+        scores(("a", "original", "BOW (L1/L1)"), ("a", "original", "WMD")), path, schemas.SCORES
+    )
+    report.run_tables(
+        path, tmp_path / "tables", expect_scores(["a"]), None, expect_scores([], ["BOW (L1/L1)"])
+    )
+    assert "all_words is off" in (tmp_path / "tables" / "table4.md").read_text()
+
+
 def test_collect_scores_refuses_an_incomplete_set(tmp_path):
     path = tmp_path / "a.parquet"
     io.write_table(scores(("a", "original", "WMD")), path, schemas.SCORES)

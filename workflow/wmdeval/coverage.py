@@ -74,6 +74,12 @@ def require_exact_coverage(table: pa.Table, expected: Expected, source: str) -> 
         )
 
 
+def expects_rows(expected: Expected) -> bool:
+    """Whether ``expected`` asks for any row: no value list is empty (an all-words
+    expectation without datasets, for example, asks for none)."""
+    return bool(expected) and all(expected.values())
+
+
 def sources(paths: Sequence[object]) -> str:
     """The inputs named in a message: all of a few, else the first and a count."""
     names = [str(p) for p in paths]

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from . import methods as methods_module
 from . import schemas
-from .coverage import Expected, require_exact_coverage
+from .coverage import Expected, expects_rows, require_exact_coverage
 from .coverage import sources as coverage_sources
 from .io import WmdevalError, read_table, read_tables, write_table, write_text
 
@@ -390,7 +390,7 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
         allwords = allwords.set_column(allwords.schema.get_field_index("variant"), "variant",
                                        renamed)
         scores = pa.concat_tables([scores, allwords.cast(scores.schema)])
-    elif allwords_expected is not None and any(allwords_expected.values()):
+    elif allwords_expected is not None and expects_rows(allwords_expected):
         raise WmdevalError(f"{scores_path}: the run covers scores with every word kept, "
                            "but none were given")
     out_dir = Path(out_dir)
