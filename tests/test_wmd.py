@@ -408,7 +408,7 @@ def test_blocks_enumerate_pairs_row_major():
     tables = block_tables(inputs, 4)
     pairs = [(r["i"], r["j"]) for t in tables for r in t.to_pylist()]
     assert pairs == [(i, j) for i in range(9) for j in range(i + 1, 9)]
-    assert tables[0].schema.equals(schemas.WMD_SHARD)
+    assert tables[0].schema.equals(schemas.WMD_BLOCK)
 
 
 def test_plan_balances_estimated_work_not_pairs():

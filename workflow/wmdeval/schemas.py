@@ -61,8 +61,9 @@ DUPLICATE_GROUPS = pa.schema(
     ]
 )
 
-#: One partial result of a sharded WMD matrix: the pairs this shard solved.
-WMD_SHARD = pa.schema(
+#: One stored block of a WMD matrix (``<variant>/wmd_blocks/<method>/<k>-of-<n>.parquet``):
+#: the pairs this block solved.
+WMD_BLOCK = pa.schema(
     [
         _field("i", pa.int32(), "row position in the scope's sorted doc_id order"),
         _field("j", pa.int32(), "column position (i < j)"),
@@ -202,7 +203,7 @@ ALL = {
     "splits": SPLITS,
     "embeddings": embeddings_schema(300),
     "duplicate_groups": DUPLICATE_GROUPS,
-    "wmd_shard": WMD_SHARD,
+    "wmd_block": WMD_BLOCK,
     "distances": DISTANCES,
     "scores": SCORES,
     "n2o": N2O,

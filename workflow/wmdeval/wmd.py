@@ -391,7 +391,7 @@ def solve_block(
     progress: Callable[[int, int], None] | None = None,
     n_rows: int | None = None,
 ) -> pa.Table:
-    """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_SHARD table.
+    """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_BLOCK table.
 
     Rows of the pair grid are independent tasks for ``threads`` worker threads (the
     network simplex runs without the GIL); results do not depend on the thread count.
@@ -443,7 +443,7 @@ def solve_block(
             raise
     if progress is not None:
         progress(n_pairs, n_pairs)
-    return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_SHARD)
+    return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_BLOCK)
 
 
 @functools.cache
@@ -521,7 +521,7 @@ def _solve_row(
 
 
 def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
-    """Symmetric float32 [n, n] matrix from WMD_SHARD tables covering every pair once.
+    """Symmetric float32 [n, n] matrix from WMD_BLOCK tables covering every pair once.
 
     ``blocks`` may be any iterable (run_gather reads the files one at a time). Diagonal
     0; a document whose distances are all NaN (an empty document) gets NaN on its
@@ -610,7 +610,7 @@ def run_block(
     out_path,
     splits_path=None,
 ) -> None:
-    """Solve block ``block`` (0-based) of ``n_blocks`` and write it as a WMD_SHARD file.
+    """Solve block ``block`` (0-based) of ``n_blocks`` and write it as a WMD_BLOCK file.
 
     With ``splits_path`` of a one-fold dataset, test x test pairs are not solved.
     """
@@ -638,7 +638,7 @@ def run_block(
     table = solve_block(
         ordered, block, n_blocks, threads, progress=_progress_logger(), n_rows=n_rows
     )
-    io.write_table(to_document_positions(table, order), out_path, schemas.WMD_SHARD)
+    io.write_table(to_document_positions(table, order), out_path, schemas.WMD_BLOCK)
 
 
 def to_document_positions(table: pa.Table, order: np.ndarray) -> pa.Table:
@@ -651,7 +651,7 @@ def to_document_positions(table: pa.Table, order: np.ndarray) -> pa.Table:
             "j": np.maximum(a, b).astype(np.int32),
             "distance": table.column("distance"),
         },
-        schema=schemas.WMD_SHARD,
+        schema=schemas.WMD_BLOCK,
     )
 
 
@@ -702,7 +702,7 @@ def run_gather(
 ) -> None:
     """Gather block files into a DISTANCES file over the documents' doc_ids."""
     doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
-    blocks = (io.read_table(p, schemas.WMD_SHARD) for p in block_paths)
+    blocks = (io.read_table(p, schemas.WMD_BLOCK) for p in block_paths)
     order, n_rows = _read_solve_order(doc_ids, splits_path)
     unsolved = np.zeros(len(doc_ids), dtype=bool)
     unsolved[order[n_rows:]] = True
