@@ -68,8 +68,9 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
 
     Raises WmdevalError with a one-line message naming ``source`` and the key.
     """
-    coerce_strings(config, load_schema())
-    validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
+    schema = load_schema()
+    coerce_strings(config, schema)
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         # The deepest error is the most specific one (a typo inside a dataset, not "datasets").

@@ -49,14 +49,14 @@ def require_exact_coverage(table: pa.Table, expected: Expected, source: str) -> 
     an empty value list expects no rows at all.
     """
     columns = list(expected)
+    if not columns:
+        return
     for column in columns:
         if column not in table.column_names:
             raise WmdevalError(
                 f"{source}: no column {column!r} (columns: {', '.join(table.column_names)})"
             )
     found = set(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
-    if not columns:
-        return
     wanted = set(itertools.product(*(expected[c] for c in columns)))
     missing = sorted(wanted - found)
     if missing:

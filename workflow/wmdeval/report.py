@@ -412,9 +412,8 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
     return written
 
 
-def summary_rows(tables: Sequence[pa.Table]) -> tuple[list[str], list[list[str]]]:
-    """One-row report tables (same columns) -> (header, rows as text)."""
-    combined = pa.concat_tables(tables, promote_options="default")
+def summary_rows(combined: pa.Table) -> tuple[list[str], list[list[str]]]:
+    """One-row report tables, concatenated -> (header, rows as text)."""
     header = combined.column_names
 
     def text(value) -> str:
@@ -434,8 +433,8 @@ def run_summaries(inputs: Sequence[str | os.PathLike], csv_path: str | os.PathLi
     """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table,
     whose rows must cover exactly ``expected`` when it is given."""
     tables = [read_table(path) for path in inputs]
+    combined = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     if expected is not None:
-        combined = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
         require_exact_coverage(combined, expected, coverage_sources(inputs))
-    header, rows = summary_rows(tables)
+    header, rows = summary_rows(combined)
     write_table_files(rows, header, csv_path, md_path, title, note)
