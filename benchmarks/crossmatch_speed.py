@@ -17,9 +17,10 @@ from collections import Counter
 
 import numpy as np
 
-from wmdeval import baselines, crossmatch
-from wmdeval.ingest import documents_table
-from wmdeval.methods import BY_NAME
+from wmdeval.analyses import crossmatch
+from wmdeval.core.methods import BY_NAME
+from wmdeval.distances import baselines
+from wmdeval.ingest.corpora import documents_table
 
 
 def synthetic_distances(rng: np.random.Generator, per_group: int, n_words: int = 2000,

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from wmdeval import duplicates, io, schemas
+from wmdeval.cleaning import duplicates
+from wmdeval.core import io, schemas
 
 
 def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,

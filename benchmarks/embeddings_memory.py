@@ -63,7 +63,7 @@ def child(reader: str, path: str, vocabulary_path: str) -> None:
         vectors = KeyedVectors.load_word2vec_format(path, binary=True)
         kept = len(vectors)
     else:
-        from wmdeval import embeddings
+        from wmdeval.ingest import embeddings
 
         vocabulary = None if reader == "wmdeval-all" else Path(vocabulary_path).read_text().split()
         after_imports = peak_rss_bytes()

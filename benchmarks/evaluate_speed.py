@@ -20,8 +20,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from wmdeval import baselines, evaluate, io, schemas
-from wmdeval.methods import BASELINES, BY_NAME
+from wmdeval.classification import knn as evaluate
+from wmdeval.core import io, schemas
+from wmdeval.core.methods import BASELINES, BY_NAME
+from wmdeval.distances import baselines
 
 
 def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,
@@ -80,7 +82,7 @@ def main() -> None:
                         help="word frequencies ~ 1/rank instead of uniform")
     args = parser.parse_args()
     # Random distances make wkNN underflow warnings for every method: not what we measure.
-    logging.getLogger("wmdeval.evaluate").setLevel(logging.ERROR)
+    logging.getLogger("wmdeval.classification.knn").setLevel(logging.ERROR)
 
     rng = np.random.default_rng(0)
     documents = synthetic_documents(rng, args.docs, args.vocabulary, args.words_per_doc, 5,

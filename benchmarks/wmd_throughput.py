@@ -30,7 +30,8 @@ import pyarrow as pa
 from sklearn.metrics import pairwise_distances
 from threadpoolctl import threadpool_limits
 
-from wmdeval import schemas, wmd
+from wmdeval.core import schemas
+from wmdeval.distances import wmd
 
 VOCABULARY = 5000
 DIM = 300

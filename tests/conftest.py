@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from wmdeval.ingest import documents_table
+from wmdeval.ingest.corpora import documents_table
 
 
 @pytest.fixture

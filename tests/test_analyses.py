@@ -1,4 +1,4 @@
-"""The per-variant analyses job (wmdeval.analyses): one process, the same tables as each
+"""The per-variant analyses job (wmdeval.analyses.per_variant): one process, the same tables as each
 analysis run on its own corpus, and clear errors that leave nothing behind."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import json
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
 
-from wmdeval import analyses, corpus_distance, crossmatch, io, n2o
+from wmdeval.analyses import corpus_distance, crossmatch, n2o
+from wmdeval.analyses import per_variant as analyses
 from wmdeval.cli import main
+from wmdeval.core import io
 
 SETTINGS = {
     "n2o": {"ks": [2, 4], "queries": None},

@@ -1,4 +1,4 @@
-"""The 12 BOW / TF-IDF baselines (wmdeval.baselines) against dense numpy and gensim."""
+"""The 12 BOW / TF-IDF baselines (wmdeval.distances.baselines) against dense numpy and gensim."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import scipy.sparse as sp
 from gensim.models import TfidfModel
 from sklearn.metrics import pairwise_distances
 
-from wmdeval import baselines, methods, schemas
-from wmdeval.methods import BASELINES, BY_NAME
+from wmdeval.core import methods, schemas
+from wmdeval.core.methods import BASELINES, BY_NAME
+from wmdeval.distances import baselines
 
 N_DOCS, N_TERMS = 16, 14
 TRAIN = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14])  # fold training rows; the rest: test

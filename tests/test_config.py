@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wmdeval import config
-from wmdeval.io import WmdevalError
+from wmdeval.core import config
+from wmdeval.core.io import WmdevalError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = yaml.safe_load(open(REPO / "config" / "config.yaml"))

@@ -12,8 +12,8 @@ import yaml
 from snakemake.cli import parse_config
 from snakemake.utils import update_config
 
-from wmdeval import config
-from wmdeval.io import WmdevalError
+from wmdeval.core import config
+from wmdeval.core.io import WmdevalError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -1,4 +1,4 @@
-"""Corpus distances and Known-Similarity Corpora (wmdeval.corpus_distance)."""
+"""Corpus distances and Known-Similarity Corpora (wmdeval.analyses.corpus_distance)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from test_n2o import empty_document, synthetic_dataset, write_dataset
 
-from wmdeval import analyses, io, n2o
-from wmdeval import corpus_distance as cd
-from wmdeval.methods import METHODS
+from wmdeval.analyses import corpus_distance as cd
+from wmdeval.analyses import n2o
+from wmdeval.analyses import per_variant as analyses
+from wmdeval.core import io
+from wmdeval.core.methods import METHODS
 
 
 def euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -1,14 +1,17 @@
 """No silent success: aggregating jobs cover exactly the datasets, variants and methods of
-the run (wmdeval.coverage), and a run whose input files are missing stops before planning."""
+the run (wmdeval.core.coverage), and a run whose input files are missing stops before planning."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from wmdeval import config as wconfig
-from wmdeval import corpus_distance, crossmatch, figures, io, n2o, report, schemas, wmd_vs_bow
-from wmdeval.coverage import parse_expected, require_exact_coverage, with_method_column
+from wmdeval.analyses import corpus_distance, crossmatch, n2o, wmd_vs_bow
+from wmdeval.core import config as wconfig
+from wmdeval.core import io, schemas
+from wmdeval.core.coverage import parse_expected, require_exact_coverage, with_method_column
+from wmdeval.reporting import figures
+from wmdeval.reporting import tables as report
 
 
 def rows(*keys: tuple[str, str]) -> pa.Table:

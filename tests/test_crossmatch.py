@@ -1,4 +1,4 @@
-"""Rosenbaum's crossmatch test (wmdeval.crossmatch)."""
+"""Rosenbaum's crossmatch test (wmdeval.analyses.crossmatch)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
 
-from wmdeval import analyses, crossmatch, io, n2o, schemas
-from wmdeval.methods import METHODS
+from wmdeval.analyses import crossmatch, n2o
+from wmdeval.analyses import per_variant as analyses
+from wmdeval.core import io, schemas
+from wmdeval.core.methods import METHODS
 
 # --------------------------------------------------------------------------- matching
 

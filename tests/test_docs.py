@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wmdeval.config import validate
+from wmdeval.core.config import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL_PAGE = ROOT / "docs" / "protocol.md"

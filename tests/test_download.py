@@ -1,4 +1,4 @@
-"""download.py against a scripted HTTP server on 127.0.0.1 (no internet needed)."""
+"""wmdeval.ingest.download against a scripted HTTP server on 127.0.0.1 (no internet needed)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import zipfile
 
 import pytest
 
-from wmdeval import download as dl
-from wmdeval.io import WmdevalError
+from wmdeval.core.io import WmdevalError
+from wmdeval.ingest import download as dl
 
 BODY = random.Random(0).randbytes(200_000)  # several read chunks, so truncation shows
 FAST = {"backoff": 0.01, "timeout": 5, "progress": False}
@@ -190,7 +190,7 @@ def test_404_is_final_at_once(server, tmp_path):
 def test_server_errors_are_retried(server, tmp_path, caplog):
     server.plan = ["error-500", "error-500", "ok"]
     dest = tmp_path / "file.bin"
-    with caplog.at_level(logging.WARNING, logger="wmdeval.download"):
+    with caplog.at_level(logging.WARNING, logger="wmdeval.ingest.download"):
         dl.download(server.url, dest, sha(BODY), **FAST)
     assert dest.read_bytes() == BODY
     assert len(server.requests) == 3
@@ -240,7 +240,7 @@ def test_unpinned_checksum_is_recorded_then_enforced(server, tmp_path, caplog):
     lock = tmp_path / "downloads.lock.txt"
     lock.write_text(f"{'a' * 64}  http://zzz.example/later\n{'b' * 64}  http://0.example/x\n")
     dest = tmp_path / "file.bin"
-    with caplog.at_level(logging.WARNING, logger="wmdeval.download"):
+    with caplog.at_level(logging.WARNING, logger="wmdeval.ingest.download"):
         dl.download(server.url, dest, None, lock_file=lock, **FAST)
     assert "not pinned" in caplog.text and sha(BODY) in caplog.text
     assert lock.read_text().splitlines() == [

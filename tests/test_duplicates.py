@@ -5,10 +5,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from wmdeval import duplicates, schemas
-from wmdeval.ingest import splits_table
-from wmdeval.io import read_table
-from wmdeval.vocabulary import select_variant
+from wmdeval.cleaning import duplicates
+from wmdeval.cleaning.vocabulary import select_variant
+from wmdeval.core import schemas
+from wmdeval.core.io import read_table
+from wmdeval.ingest.corpora import splits_table
 
 
 # ----------------------------------------------------------------------------- references
@@ -266,7 +267,7 @@ def test_one_survivor_per_group_seeded(make_documents):
 
 
 def test_run_writes_clean_splits_without_removed_documents(make_documents, tmp_path):
-    from wmdeval.io import write_table
+    from wmdeval.core.io import write_table
 
     rng = np.random.default_rng(11)
     docs = random_corpus(make_documents, rng, n_docs=150, n_words=4, max_len=3)
@@ -299,7 +300,7 @@ def test_run_writes_clean_splits_without_removed_documents(make_documents, tmp_p
 
 
 def test_run_without_near_path_writes_no_near_table(make_documents, tmp_path):
-    from wmdeval.io import write_table
+    from wmdeval.core.io import write_table
 
     write_table(make_documents(TOY), tmp_path / "d.parquet", schemas.DOCUMENTS)
     write_table(splits_table(*TOY_SPLITS), tmp_path / "s.parquet", schemas.SPLITS)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from wmdeval import embeddings
-from wmdeval.ingest import documents_table
-from wmdeval.io import WmdevalError, read_table, write_table
+from wmdeval.core.io import WmdevalError, read_table, write_table
+from wmdeval.ingest import embeddings
+from wmdeval.ingest.corpora import documents_table
 
 DIM = 7
 NON_ASCII = ["café", "naïve", "straße", "日本語", "ñandú"]
@@ -111,7 +111,7 @@ def test_text_with_trailing_spaces_and_crlf(tmp_path, vectors):
 def test_a_repeated_word_keeps_its_first_vector(tmp_path, caplog):
     path = tmp_path / "twice.txt"
     path.write_text("3 2\ncat 1 2\ndog 3 4\ncat 5 6\n")
-    with caplog.at_level(logging.WARNING, "wmdeval.embeddings"):
+    with caplog.at_level(logging.WARNING, "wmdeval.ingest.embeddings"):
         words, matrix = embeddings.read_vectors(path, "word2vec-text", None)
     assert words == ["cat", "dog"]
     np.testing.assert_array_equal(matrix, [[1, 2], [3, 4]])
@@ -264,7 +264,7 @@ def test_fewer_vectors_than_declared_is_a_warning(tmp_path, vectors, fmt, caplog
     path = tmp_path / "vectors"
     vectors.save_word2vec_format(str(path), binary=fmt == "word2vec-binary",
                                  total_vec=len(vectors) + 5)
-    with caplog.at_level(logging.WARNING, "wmdeval.embeddings"):
+    with caplog.at_level(logging.WARNING, "wmdeval.ingest.embeddings"):
         words, _ = embeddings.read_vectors(path, fmt, None)
     assert words == vectors.index_to_key
     assert "declares 55 vectors but the file has only 50" in caplog.text
@@ -275,7 +275,7 @@ def test_fewer_vectors_than_declared_is_a_warning(tmp_path, vectors, fmt, caplog
 def test_more_vectors_than_declared_is_a_warning(tmp_path, vectors, caplog):
     path = tmp_path / "vectors.bin"
     vectors.save_word2vec_format(str(path), binary=True, total_vec=len(vectors) - 5)
-    with caplog.at_level(logging.WARNING, "wmdeval.embeddings"):
+    with caplog.at_level(logging.WARNING, "wmdeval.ingest.embeddings"):
         words, _ = embeddings.read_vectors(path, "word2vec-binary", None)
     assert words == gensim_load(path, "word2vec-binary").index_to_key
     assert "after the 45 vectors the header declares is ignored" in caplog.text

@@ -1,4 +1,4 @@
-"""kNN / wkNN classification and tuning (wmdeval.evaluate) against plain-loop versions."""
+"""kNN / wkNN classification and tuning (wmdeval.classification.knn) against plain-loop versions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import pyarrow as pa
 import pytest
 from sklearn.model_selection import train_test_split
 
-from wmdeval import baselines, evaluate, io, schemas
-from wmdeval.methods import BASELINES, METHODS
+from wmdeval.classification import knn as evaluate
+from wmdeval.core import io, schemas
+from wmdeval.core.methods import BASELINES, METHODS
+from wmdeval.distances import baselines
 
 GAMMAS = evaluate.DEFAULT_SETTINGS["wknn"]["gammas"]
 
@@ -342,7 +344,7 @@ def tiny():
 
 def test_evaluate_dataset_rows(tiny, caplog):
     documents, splits, wmd = tiny
-    with caplog.at_level(logging.INFO, logger="wmdeval.evaluate"):
+    with caplog.at_level(logging.INFO, logger="wmdeval.classification.knn"):
         scores = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
     assert scores.schema == schemas.SCORES
     assert scores.num_rows == len(METHODS) * 2 * 2

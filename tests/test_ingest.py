@@ -3,8 +3,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from wmdeval import ingest
-from wmdeval.io import WmdevalError
+from wmdeval.core.io import WmdevalError
+from wmdeval.ingest import corpora as ingest
 
 
 def test_tokenize_lowercases_keeps_letters_drops_stopwords():
@@ -51,7 +51,7 @@ def test_news_header_reads_one_field_of_the_header_block():
 
 
 def test_mini_newsgroup_subjects_repeat_within_threads():
-    from wmdeval import duplicates
+    from wmdeval.cleaning import duplicates
 
     subjects, labels = ingest.load_mini_newsgroup_subjects()
     bodies, body_labels = ingest.load_mini_newsgroup()
@@ -138,7 +138,7 @@ def test_numeric_labels_get_codes_in_numeric_order():
     smallest label as the protocol says, not to the alphabetically first one."""
     from collections import Counter
 
-    from wmdeval.ingest import documents_table, label_order
+    from wmdeval.ingest.corpora import documents_table, label_order
 
     assert label_order(["10", "2", "1", "2"]) == ["1", "2", "10"]
     assert label_order(["1.5", "-3", "10"]) == ["-3", "1.5", "10"]

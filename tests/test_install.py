@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from wmdeval import ingest
+from wmdeval.ingest import corpora as ingest
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from wmdeval import io, schemas
-from wmdeval.ingest import documents_table
+from wmdeval.core import io, schemas
+from wmdeval.ingest.corpora import documents_table
 
 WMDEVAL = str(Path(sys.executable).parent / "wmdeval")
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
@@ -118,7 +118,8 @@ def test_interrupted_block_job_says_so_in_one_line(big_corpus, tmp_path, signum,
 # A job that is writing its output (a temporary file) when the signal arrives.
 WRITER = textwrap.dedent("""
     import os, signal, sys, time
-    from wmdeval import cli, io
+    from wmdeval import cli
+    from wmdeval.core import io
 
     def write_then_signal(args):
         with io.atomic_path(args.out) as tmp:

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy.io import savemat
 
-from wmdeval import duplicates, kusner
-from wmdeval.io import WmdevalError, read_table
+from wmdeval.cleaning import duplicates
+from wmdeval.core.io import WmdevalError, read_table
+from wmdeval.ingest import kusner
 
 DIM = 3
 VECTORS = {
@@ -199,7 +200,7 @@ def test_empty_documents_are_kept_and_reported(tmp_path):
 def test_same_string_with_another_vector_warns_and_keeps_first(tmp_path, caplog):
     fields = five_fold_fields()
     fields["X"][0, 3] = np.array([[0.0], [9.0], [0.0]])  # "banana" in document 3
-    with caplog.at_level(logging.WARNING, logger="wmdeval.kusner"):
+    with caplog.at_level(logging.WARNING, logger="wmdeval.ingest.kusner"):
         data = kusner.read_kusner_mat(save(tmp_path, fields))
     assert "banana" in caplog.text
     np.testing.assert_array_equal(data.vectors[data.words.index("banana")], VECTORS["banana"])

@@ -1,4 +1,4 @@
-"""Nearest-neighbour overlap (wmdeval.n2o) and the shared distance helper."""
+"""Nearest-neighbour overlap (wmdeval.analyses.n2o) and the shared distance helper."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from wmdeval import analyses, baselines, io, n2o
-from wmdeval.evaluate import rank_neighbours
-from wmdeval.ingest import documents_table, random_splits
-from wmdeval.methods import BY_SLUG, METHODS
+from wmdeval.analyses import n2o
+from wmdeval.analyses import per_variant as analyses
+from wmdeval.classification.knn import rank_neighbours
+from wmdeval.core import io
+from wmdeval.core.methods import BY_SLUG, METHODS
+from wmdeval.distances import baselines
+from wmdeval.ingest.corpora import documents_table, random_splits
 
 # --------------------------------------------------------------------------- a dataset
 

@@ -1,4 +1,4 @@
-"""PCA projection of word embeddings (pca.py)."""
+"""PCA projection of word embeddings (wmdeval.distances.pca)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pyarrow as pa
 import pytest
 from sklearn.decomposition import PCA
 
-from wmdeval import io, pca, schemas
-from wmdeval.embeddings import embedding_matrix, embeddings_table
+from wmdeval.core import io, schemas
+from wmdeval.distances import pca
+from wmdeval.ingest.embeddings import embedding_matrix, embeddings_table
 
 
 def _random_vectors(n_words: int = 30, dim: int = 8, seed: int = 1) -> np.ndarray:

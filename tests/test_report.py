@@ -1,4 +1,4 @@
-"""Tables (report.py) and figures (figures.py)."""
+"""Tables (wmdeval.reporting.tables) and figures (wmdeval.reporting.figures)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr
 
-from wmdeval import figures, io, methods, pca, report, schemas, wmd
-from wmdeval.embeddings import embeddings_table
+from wmdeval.core import io, methods, schemas
+from wmdeval.distances import pca, wmd
+from wmdeval.ingest.embeddings import embeddings_table
+from wmdeval.reporting import figures
+from wmdeval.reporting import tables as report
 
 PAPER_DATASETS = ["bbcsport", "twitter", "recipe", "ohsumed", "classic", "reuters", "amazon",
                   "20news"]
@@ -36,7 +39,7 @@ def folds_with_mean(mean_percent: float, dataset: str) -> list[float]:
 
 
 def expect(datasets, variants, method_names, classifiers=("knn",)) -> dict[str, list[str]]:
-    """What a table job is told its scores cover (wmdeval.coverage)."""
+    """What a table job is told its scores cover (wmdeval.core.coverage)."""
     return {"dataset": list(datasets), "variant": list(variants),
             "method": list(method_names), "classifier": list(classifiers)}
 

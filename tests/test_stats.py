@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata, spearmanr
 
-from wmdeval.stats import average_ranks, spearman_rho
+from wmdeval.core.stats import average_ranks, spearman_rho
 
 
 def test_average_ranks_by_hand():

@@ -1,7 +1,7 @@
 import numpy as np
 
-from wmdeval import vocabulary
-from wmdeval.ingest import splits_table
+from wmdeval.cleaning import vocabulary
+from wmdeval.ingest.corpora import splits_table
 
 
 def test_oov_filter_counts(make_documents):

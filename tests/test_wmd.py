@@ -6,7 +6,8 @@ import pyarrow as pa
 import pytest
 from scipy.spatial.distance import cdist
 
-from wmdeval import baselines, io, methods, schemas, wmd
+from wmdeval.core import io, methods, schemas
+from wmdeval.distances import baselines, wmd
 
 
 def documents(bags: list[dict[str, float]]) -> pa.Table:
@@ -477,7 +478,7 @@ def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):
 
 
 def one_fold_splits(doc_ids, test_ids) -> pa.Table:
-    from wmdeval.ingest import splits_table
+    from wmdeval.ingest.corpora import splits_table
 
     subsets = ["test" if d in test_ids else "train" for d in doc_ids]
     return splits_table([0] * len(doc_ids), list(doc_ids), subsets)
@@ -532,7 +533,7 @@ def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
 def test_five_fold_splits_keep_every_pair():
     docs, _ = random_corpus(3, 10)
     ids = docs.column("doc_id").to_numpy()
-    from wmdeval.ingest import random_splits
+    from wmdeval.ingest.corpora import random_splits
 
     order, n_rows = wmd.solve_order(ids, random_splits(10, 5, 0.3, 0))
     assert n_rows == 10 and np.array_equal(order, np.arange(10))

@@ -1,4 +1,5 @@
-"""WMD against BOW (L1/L1): correlations and nearest-neighbour agreement (wmdeval.wmd_vs_bow)."""
+"""WMD against BOW (L1/L1): correlations and nearest-neighbour agreement
+(wmdeval.analyses.wmd_vs_bow)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from wmdeval import baselines, io, schemas, wmd_vs_bow
-from wmdeval.methods import BY_NAME
-from wmdeval.n2o import prepare_corpus
+from wmdeval.analyses import wmd_vs_bow
+from wmdeval.analyses.n2o import prepare_corpus
+from wmdeval.core import io, schemas
+from wmdeval.core.methods import BY_NAME
+from wmdeval.distances import baselines
 
 
 def random_symmetric(rng, n, empty=()):

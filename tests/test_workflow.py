@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from wmdeval import io as wio
-from wmdeval.methods import METHODS
+from wmdeval.core import io as wio
+from wmdeval.core.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
@@ -396,7 +396,8 @@ def test_readme_demo_tables_are_the_demo_output(finished_run, table):
     """The README's Tables 2 and 3 are the demo's: the rows the tables job writes, for the
     demo's datasets (the toy corpus of this run has its own embeddings, so they are the
     same as in a run of the demo alone)."""
-    from wmdeval import report, schemas
+    from wmdeval.core import schemas
+    from wmdeval.reporting import tables as report
 
     datasets = _demo_datasets(finished_run)
     scores = wio.read_table(finished_run / "results" / "scores.parquet", schemas.SCORES)
@@ -409,13 +410,36 @@ def test_readme_demo_tables_are_the_demo_output(finished_run, table):
         f"README.md's demo {table} has drifted; paste this between its markers:\n" + expected)
 
 
+def test_demo_datasets_outputs_are_the_recorded_bytes(finished_run):
+    """Every per-dataset output of the demo's corpora (documents, duplicates, vectors, WMD
+    blocks and matrices, scores, analyses) has the bytes recorded in
+    benchmarks/demo_outputs.sha256. This run adds a toy corpus with embeddings of its own,
+    so the demo corpora's files are those of the demo alone; the aggregates (tables,
+    figures) also cover the toy corpus, and benchmarks/demo_identity.py checks them."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import demo_identity
+    finally:
+        sys.path.pop(0)
+
+    prefixes = tuple(f"results/{d}/" for d in _demo_datasets(finished_run))
+    recorded = {p: h for p, h in demo_identity.read_manifest().items() if p.startswith(prefixes)}
+    found = {p: h for p, h in demo_identity.output_hashes(finished_run).items()
+             if p.startswith(prefixes)}
+    assert len(recorded) > 100
+    changes = demo_identity.compare(found, recorded)
+    assert not any(changes.values()), (
+        "the demo's outputs changed; if on purpose, rerun "
+        f"python benchmarks/demo_identity.py --write: {changes}")
+
+
 def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
     """docs/figure5_original.png is Figure 5 of the demo, byte for byte (drawn as the
     figure5 rule draws it, for the demo's datasets)."""
     import yaml
 
-    from wmdeval import config as wconfig
-    from wmdeval import figures
+    from wmdeval.core import config as wconfig
+    from wmdeval.reporting import figures
 
     # the demo config with the schema's defaults filled in, as the workflow sees it
     config = wconfig.validate(yaml.safe_load((finished_run / "config" / "config.yaml").read_text()))

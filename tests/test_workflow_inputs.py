@@ -22,7 +22,7 @@ import pytest
 import yaml
 from scipy.io import savemat
 
-from wmdeval.methods import METHODS
+from wmdeval.core.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e

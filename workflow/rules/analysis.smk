@@ -53,7 +53,7 @@ rule wmd_vs_bow_table:
 
 
 # N2O, crossmatch, corpus distances and KSC of one dataset variant in one job: they
-# share its documents and matrices, read once (wmdeval/analyses.py says why).
+# share its documents and matrices, read once (wmdeval/analyses/per_variant.py says why).
 rule analyses:
     input:
         unpack(analysis_inputs),

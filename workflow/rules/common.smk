@@ -3,10 +3,10 @@ import json
 import re
 import sys
 
-from wmdeval import config as wmdeval_config
-from wmdeval.download import cache_name
-from wmdeval.io import WmdevalError
-from wmdeval.methods import (
+from wmdeval.core import config as wmdeval_config
+from wmdeval.ingest.download import cache_name
+from wmdeval.core.io import WmdevalError
+from wmdeval.core.methods import (
     BASELINES,
     METHODS,
     WMD,
@@ -14,7 +14,7 @@ from wmdeval.methods import (
     method_by_slug,
     pca_method_name,
 )
-from wmdeval.wmd import block_resources as wmd_block_resources, gather_mem_mb
+from wmdeval.distances.wmd import block_resources as wmd_block_resources, gather_mem_mb
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing
 # the parallelism re-solved finished matrices. Say what replaced it instead of "unknown key".
@@ -326,7 +326,7 @@ def variant_inputs(wildcards):
     return inputs
 
 
-# What each aggregating job covers (wmdeval/coverage.py), passed as --expect: a parameter,
+# What each aggregating job covers (wmdeval/core/coverage.py), passed as --expect: a parameter,
 # so the job reruns when it changes, and checked by the job, which writes nothing when
 # its input lacks a combination or holds one this run does not cover.
 CLASSIFIERS = ["knn", "wknn"]

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from .io import WmdevalError
+from .core.io import WmdevalError
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
 
@@ -39,8 +39,8 @@ def _json(text: str):
 
 
 def _expected(text: str) -> dict[str, list[str]]:
-    """``--expect``: what an aggregating job covers (see wmdeval.coverage)."""
-    from .coverage import parse_expected
+    """``--expect``: what an aggregating job covers (see wmdeval.core.coverage)."""
+    from .core.coverage import parse_expected
 
     try:
         return parse_expected(text)
@@ -69,7 +69,7 @@ def _block(text: str) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------ stages
 def _ingest(a):
-    from .ingest import run_ingest
+    from .ingest.corpora import run_ingest
 
     run_ingest(a.spec, a.documents, a.splits)
 
@@ -82,7 +82,7 @@ def _(p):
 
 
 def _download(a):
-    from .download import run_download
+    from .ingest.download import run_download
 
     run_download(a.url, None if a.sha256 in ("null", "") else a.sha256, a.out, a.lock_file)
 
@@ -96,7 +96,7 @@ def _(p):
 
 
 def _extract(a):
-    from .download import run_extract
+    from .ingest.download import run_extract
 
     run_extract(a.archive, a.member, a.out)
 
@@ -109,7 +109,7 @@ def _(p):
 
 
 def _ingest_kusner(a):
-    from .kusner import run_kusner
+    from .ingest.kusner import run_kusner
 
     run_kusner(a.mat, a.normalize, a.documents, a.splits, a.embeddings, a.report, a.dataset)
 
@@ -122,8 +122,8 @@ def _(p):
 
 
 def _train(a):
-    from .embeddings import run_train
-    from .ingest import tokenized_corpus
+    from .ingest.corpora import tokenized_corpus
+    from .ingest.embeddings import run_train
 
     run_train([tokenized_corpus(s) for s in a.corpora], a.spec, a.out)
 
@@ -136,7 +136,7 @@ def _(p):
 
 
 def _lookup(a):
-    from .embeddings import run_lookup
+    from .ingest.embeddings import run_lookup
 
     run_lookup(a.documents, a.embedding, a.format, a.limit or None, a.normalize, a.out)
 
@@ -152,7 +152,7 @@ def _(p):
 
 
 def _duplicates(a):
-    from .duplicates import run_duplicates
+    from .cleaning.duplicates import run_duplicates
 
     run_duplicates(a.documents, a.splits, a.dataset, a.seed, a.groups, a.summary, a.kept,
                    near_path=a.near, near_max_l1=a.near_max_l1)
@@ -168,7 +168,7 @@ def _(p):
 
 
 def _filter(a):
-    from .vocabulary import run_filter
+    from .cleaning.vocabulary import run_filter
 
     run_filter(a.documents, a.embeddings, a.dataset, a.min_df, a.max_words_per_doc,
                a.out_documents, a.report)
@@ -183,7 +183,7 @@ def _(p):
 
 
 def _select(a):
-    from .vocabulary import run_select
+    from .cleaning.vocabulary import run_select
 
     run_select(a.documents, a.splits, a.kept, a.out_documents, a.out_splits)
 
@@ -196,7 +196,7 @@ def _(p):
 
 
 def _wmd_block(a):
-    from .wmd import run_block
+    from .distances.wmd import run_block
 
     block, n_blocks = a.block
     run_block(a.documents, a.embeddings, a.weighting, block, n_blocks, a.threads, a.out,
@@ -215,7 +215,7 @@ def _(p):
 
 
 def _wmd_gather(a):
-    from .wmd import run_gather
+    from .distances.wmd import run_gather
 
     run_gather(a.documents, a.blocks, a.out, a.method, splits_path=a.splits)
 
@@ -230,7 +230,7 @@ def _(p):
 
 
 def _wmd_subset(a):
-    from .wmd import run_subset
+    from .distances.wmd import run_subset
 
     run_subset(a.matrix, a.documents, a.out)
 
@@ -242,7 +242,7 @@ def _(p):
 
 
 def _project(a):
-    from .pca import run_project
+    from .distances.pca import run_project
 
     run_project(a.embeddings, a.documents, a.dim, a.out)
 
@@ -255,7 +255,7 @@ def _(p):
 
 
 def _evaluate(a):
-    from .evaluate import run_evaluate
+    from .classification.knn import run_evaluate
 
     run_evaluate(a.documents, a.splits, a.wmd, a.settings, a.dataset, a.variant, a.out)
 
@@ -269,7 +269,7 @@ def _(p):
 
 
 def _wmd_vs_bow(a):
-    from .wmd_vs_bow import run_analysis
+    from .analyses.wmd_vs_bow import run_analysis
 
     run_analysis(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out,
                  max_pairs=a.max_pairs, seed=a.seed)
@@ -283,7 +283,7 @@ def _(p):
 
 
 def _wmd_vs_bow_table(a):
-    from .wmd_vs_bow import run_analysis_table
+    from .analyses.wmd_vs_bow import run_analysis_table
 
     run_analysis_table(a.inputs, a.csv, a.md, a.expect)
 
@@ -316,7 +316,7 @@ def _name_and_path(text: str) -> tuple[str, str]:
 
 
 def _analyses(a):
-    from .analyses import run_analyses
+    from .analyses.per_variant import run_analyses
 
     run_analyses(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.settings, dict(a.out),
                  a.seed)
@@ -336,7 +336,7 @@ def _(p):
 
 
 def _n2o_report(a):
-    from .n2o import run_n2o_report
+    from .analyses.n2o import run_n2o_report
 
     run_n2o_report(a.inputs, a.heatmap, a.csv, a.md, expected=a.expect)
 
@@ -348,7 +348,7 @@ def _(p):
 
 
 def _crossmatch_table(a):
-    from .crossmatch import run_crossmatch_table
+    from .analyses.crossmatch import run_crossmatch_table
 
     run_crossmatch_table(a.inputs, a.csv, a.md, a.expect)
 
@@ -359,7 +359,7 @@ def _(p):
 
 
 def _corpus_distance_table(a):
-    from .corpus_distance import run_corpus_distance_table
+    from .analyses.corpus_distance import run_corpus_distance_table
 
     run_corpus_distance_table(a.inputs, a.csv, a.md, a.expect)
 
@@ -370,7 +370,7 @@ def _(p):
 
 
 def _ksc_report(a):
-    from .corpus_distance import run_ksc_report
+    from .analyses.corpus_distance import run_ksc_report
 
     run_ksc_report(a.inputs, a.figures, a.csv, a.md, a.expect)
 
@@ -383,7 +383,7 @@ def _(p):
 
 
 def _collect(a):
-    from .report import run_collect
+    from .reporting.tables import run_collect
 
     run_collect(a.scores, a.out, a.expect)
 
@@ -396,7 +396,7 @@ def _(p):
 
 
 def _tables(a):
-    from .report import run_tables
+    from .reporting.tables import run_tables
 
     run_tables(a.scores, a.out_dir, a.expect, a.allwords, a.expect_allwords)
 
@@ -412,7 +412,7 @@ def _(p):
 
 
 def _summaries(a):
-    from .report import run_summaries
+    from .reporting.tables import run_summaries
 
     run_summaries(a.inputs, a.csv, a.md, a.title, a.note, a.expect)
 
@@ -428,7 +428,7 @@ def _(p):
 
 
 def _figure3(a):
-    from .figures import run_figure3
+    from .reporting.figures import run_figure3
 
     run_figure3(a.scores, a.out, a.variant, a.expect)
 
@@ -442,7 +442,7 @@ def _(p):
 
 
 def _figure4(a):
-    from .figures import Figure4Item, run_figure4
+    from .reporting.figures import Figure4Item, run_figure4
 
     n = len(a.datasets)
     pca_embeddings = a.pca_embeddings or [None] * n
@@ -466,7 +466,7 @@ def _(p):
 
 
 def _figure5(a):
-    from .figures import embedding_dimension, run_figure5
+    from .reporting.figures import embedding_dimension, run_figure5
 
     pca = a.pca_matrices or [None] * len(a.datasets)
     items = list(zip(a.datasets, a.matrices, a.documents, pca, strict=True))

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import schemas
-from .io import WmdevalError, read_documents, read_splits, read_table, write_table
+from ..core import schemas
+from ..core.io import WmdevalError, read_documents, read_splits, read_table, write_table
 
 
 def filter_documents(documents: pa.Table, known: set[str], min_df: int = 1,

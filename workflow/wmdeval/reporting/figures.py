@@ -24,9 +24,9 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import baselines, methods, report, schemas
-from .coverage import Expected, require_exact_coverage
-from .io import (
+from ..core import methods, schemas
+from ..core.coverage import Expected, require_exact_coverage
+from ..core.io import (
     WmdevalError,
     atomic_path,
     fold_indices,
@@ -35,9 +35,11 @@ from .io import (
     read_splits,
     read_table,
 )
+from ..distances import baselines
+from . import tables as report
 
 if TYPE_CHECKING:  # POT (imported by wmd) takes a second to load: only Figure 4 needs it
-    from . import wmd
+    from ..distances import wmd
 
 # Fixed SVG ids (otherwise random per run) and text drawn as paths (no font dependency).
 _RC = {"svg.hashsalt": "wmdeval", "svg.fonttype": "path", "font.size": 9}
@@ -151,7 +153,7 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
 def run_figure3(scores_path: str | os.PathLike, out_png: str | os.PathLike,
                 variant: str = "original", expected: Expected | None = None,
                 unnormalised: str = "None/L2") -> tuple[Path, Path]:
-    """Figure 3 of ``variant``; with ``expected`` (:mod:`wmdeval.coverage`) the scores
+    """Figure 3 of ``variant``; with ``expected`` (:mod:`wmdeval.core.coverage`) the scores
     must cover exactly it, and its datasets are the panels, in order."""
     scores = read_table(scores_path, schemas.SCORES)
     datasets = None
@@ -229,7 +231,7 @@ class MatchedWords:
 
 def matched_words(inputs: wmd.WmdInputs, pairs: np.ndarray) -> MatchedWords:
     """Solve the exact transport of every (i, j) document pair (positions in ``inputs``)."""
-    from . import wmd
+    from ..distances import wmd
 
     costs, mass = [], []
     n_pairs = 0
@@ -397,7 +399,7 @@ def _table_dim(embeddings: pa.Table) -> int:
 def _figure4_panel(dataset: str, row: str, embeddings: pa.Table, documents: pa.Table,
                    pairs: np.ndarray, max_documents: int | None, seed: int,
                    pair_source: str) -> Figure4Panel:
-    from . import wmd
+    from ..distances import wmd
 
     inputs = wmd.prepare(documents, embeddings, "bow")
     return Figure4Panel(dataset, row, inputs, sample_pairs(pairs, max_documents, seed),

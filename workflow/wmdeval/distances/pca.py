@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .embeddings import embedding_matrix, embeddings_table
-from .io import WmdevalError, read_documents, read_table, write_table
+from ..core.io import WmdevalError, read_documents, read_table, write_table
+from ..ingest.embeddings import embedding_matrix, embeddings_table
 
-log = logging.getLogger("wmdeval.pca")
+log = logging.getLogger("wmdeval.distances.pca")
 
 
 @dataclass(frozen=True)

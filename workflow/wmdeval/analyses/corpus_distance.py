@@ -29,14 +29,14 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import io, schemas
-from .coverage import Expected, require_exact_coverage, sources
+from ..core import io, schemas
+from ..core.coverage import Expected, require_exact_coverage, sources
+from ..core.stats import spearman_rho
+from ..reporting.tables import markdown_table, method_sort_key
 from .crossmatch import comparison_tables, comparisons, defined_subset
 from .n2o import Corpus
-from .report import markdown_table, method_sort_key
-from .stats import spearman_rho
 
-log = logging.getLogger("wmdeval.corpus_distance")
+log = logging.getLogger("wmdeval.analyses.corpus_distance")
 
 MEASURES = ("energy", "ahd")
 #: KSC defaults: K + 1 corpora, R draws, documents per corpus (the paper: 15, 5, 50).
@@ -156,7 +156,7 @@ def run_corpus_distance_table(paths: Sequence[str | os.PathLike], csv_path: str 
                               md_path: str | os.PathLike,
                               expected: Expected | None = None) -> None:
     """All corpus-distance rows as CSV and compact Markdown tables; the rows must cover
-    exactly ``expected`` when given (:mod:`wmdeval.coverage`)."""
+    exactly ``expected`` when given (:mod:`wmdeval.core.coverage`)."""
     table = io.read_tables(paths, CORPUS_DISTANCES, expected)
     io.write_csv(csv_path, table)
     io.write_text(md_path, corpus_distance_markdown(table))
@@ -319,7 +319,7 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    from .figures import _RC, save_figure
+    from ..reporting.figures import _RC, save_figure
 
     rows = table.to_pylist()
     methods = sorted({r["method"] for r in rows}, key=method_sort_key)
@@ -403,7 +403,7 @@ def run_ksc_report(paths: Sequence[str | os.PathLike], figure_paths: Sequence[st
                    expected: Expected | None = None) -> None:
     """One trajectory figure per KSC table (``figure_paths[i]`` for ``paths[i]``) and the
     monotonicity table of them all; the rows must cover exactly ``expected`` when given
-    (:mod:`wmdeval.coverage`), checked before any figure is drawn."""
+    (:mod:`wmdeval.core.coverage`), checked before any figure is drawn."""
     if len(figure_paths) != len(paths):
         raise io.WmdevalError(f"ksc-report: {len(paths)} KSC table(s) but "
                               f"{len(figure_paths)} figure path(s); expected one per table")

@@ -8,7 +8,7 @@ Two views of the resemblance, per dataset variant:
   uniform sample of at most ``max_pairs`` pairs (all of them when there are fewer);
 - nearest-neighbour agreement: the share of test documents whose nearest training
   document is the same under both distances, with the kNN ranking and tie rule
-  (:func:`wmdeval.evaluate.rank_neighbours`), fold by fold.
+  (:func:`wmdeval.classification.knn.rank_neighbours`), fold by fold.
 
 The TF-IDF baseline takes its IDF from each fold's training documents, as in the kNN
 evaluation, so for it both views are computed per fold and averaged over the folds.
@@ -27,15 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import baselines, io, schemas
-from .coverage import Expected, with_method_column
-from .evaluate import rank_neighbours
-from .methods import BY_NAME, BY_SLUG, Method
+from ..classification.knn import rank_neighbours
+from ..core import io, schemas
+from ..core.coverage import Expected, with_method_column
+from ..core.methods import BY_NAME, BY_SLUG, Method
+from ..core.stats import spearman_rho
+from ..distances import baselines
+from ..reporting.tables import VARIANT_ORDER, write_table_files
 from .n2o import Corpus, read_corpus
-from .report import VARIANT_ORDER, write_table_files
-from .stats import spearman_rho
 
-log = logging.getLogger("wmdeval.wmd_vs_bow")
+log = logging.getLogger("wmdeval.analyses.wmd_vs_bow")
 
 #: Which baseline each WMD method is compared with (by WMD method slug).
 COMPARED_WITH = {"wmd": "BOW (L1/L1)", "wmd-tfidf": "TF-IDF (L1/L1)"}
@@ -345,7 +346,7 @@ def table_rows(table: pa.Table, datasets: Sequence[str]) -> list[list[str]]:
 def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                        md_path: str | os.PathLike, expected: Expected | None = None) -> None:
     """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table; with
-    ``expected`` (:mod:`wmdeval.coverage`), its WMD methods of each dataset variant."""
+    ``expected`` (:mod:`wmdeval.core.coverage`), its WMD methods of each dataset variant."""
     if expected is not None:
         wmd_names = [BY_SLUG[slug].name for slug in COMPARED_WITH]
         expected = with_method_column(expected, "method_a", keep=wmd_names)

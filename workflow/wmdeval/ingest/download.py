@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
-from .io import WmdevalError, atomic_path
+from ..core.io import WmdevalError, atomic_path
 
-log = logging.getLogger("wmdeval.download")
+log = logging.getLogger("wmdeval.ingest.download")
 
 MAX_BACKOFF = 60.0  # seconds; the longest wait between two attempts
 CHUNK_SIZE = 1 << 16

@@ -33,9 +33,9 @@ import pyarrow.parquet as pq
 from ot.lp.emd_wrap import emd_c
 from threadpoolctl import ThreadpoolController
 
-from . import io, schemas
+from ..core import io, schemas
 
-LOG = logging.getLogger("wmdeval.wmd")
+LOG = logging.getLogger("wmdeval.distances.wmd")
 
 #: Network-simplex iteration cap; far above what documents of a few hundred words need.
 MAX_ITER = 1_000_000

@@ -26,12 +26,12 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
-from . import io, schemas
-from .coverage import Expected
+from ..core import io, schemas
+from ..core.coverage import Expected
+from ..reporting.tables import markdown_table, method_sort_key
 from .n2o import Corpus
-from .report import markdown_table, method_sort_key
 
-log = logging.getLogger("wmdeval.crossmatch")
+log = logging.getLogger("wmdeval.analyses.crossmatch")
 
 #: Documents sampled per group at most (the seed paper used 200 vectors per group).
 DEFAULT_M = 100
@@ -526,7 +526,7 @@ def crossmatch_markdown(table: pa.Table) -> str:
 def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
                          md_path: str | os.PathLike, expected: Expected | None = None) -> None:
     """All crossmatch rows as CSV (long format) and compact Markdown tables; the rows
-    must cover exactly ``expected`` when given (:mod:`wmdeval.coverage`)."""
+    must cover exactly ``expected`` when given (:mod:`wmdeval.core.coverage`)."""
     table = io.read_tables(paths, CROSSMATCH, expected)
     io.write_csv(csv_path, table)
     io.write_text(md_path, crossmatch_markdown(table))

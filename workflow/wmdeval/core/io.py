@@ -69,7 +69,7 @@ def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema,
     """Parquet files with ``schema``'s columns, cast to it and concatenated in order (an
     empty table of ``schema`` for no paths): the per-variant results a table job combines.
 
-    With ``expected`` (see :mod:`wmdeval.coverage`), the rows must cover exactly the
+    With ``expected`` (see :mod:`wmdeval.core.coverage`), the rows must cover exactly the
     datasets, variants and methods of the run, or WmdevalError names what is missing.
     """
     tables = [read_table(path, schema).cast(schema) for path in paths]

@@ -4,7 +4,7 @@ N2O(A, B) = mean over queries q of |kNN_A(q) ∩ kNN_B(q)| / k: how far two dist
 agree on which documents are near, whatever their scales. Queries are the test
 documents of a fold (or a seeded sample of them) and neighbours come from the fold's
 training documents, exactly as the kNN classifier sees them; ranking uses the kNN tie
-rule (:func:`wmdeval.evaluate.rank_neighbours`: by distance, then lower doc_id).
+rule (:func:`wmdeval.classification.knn.rank_neighbours`: by distance, then lower doc_id).
 
 This module also holds the helper every analysis module uses to get any method's
 document distances (:class:`Corpus`, :func:`method_distances`).
@@ -23,14 +23,15 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from . import baselines, io, schemas
-from .coverage import Expected, with_method_column
-from .evaluate import rank_neighbours
-from .methods import BY_NAME, BY_SLUG, METHODS, Method
-from .report import method_sort_key, write_table_files
-from .stats import spearman_rho
+from ..classification.knn import rank_neighbours
+from ..core import io, schemas
+from ..core.coverage import Expected, with_method_column
+from ..core.methods import BY_NAME, BY_SLUG, METHODS, Method
+from ..core.stats import spearman_rho
+from ..distances import baselines
+from ..reporting.tables import method_sort_key, write_table_files
 
-log = logging.getLogger("wmdeval.n2o")
+log = logging.getLogger("wmdeval.analyses.n2o")
 
 DEFAULT_KS = (5, 10, 19)
 
@@ -283,7 +284,7 @@ def n2o_heatmap(panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | st
     import matplotlib
     from matplotlib.figure import Figure
 
-    from .figures import _RC, save_figure
+    from ..reporting.figures import _RC, save_figure
 
     n_columns = 2 if len(panels) > 1 else 1
     n_rows = max(1, math.ceil(len(panels) / n_columns))
@@ -320,7 +321,7 @@ def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.Pat
                    k: int | None = None, expected: Expected | None = None) -> None:
     """Heatmap (one panel per dataset variant, at ``k``: default the middle k) and the
     k-robustness table (Spearman's ρ of pair rankings between each two k). With
-    ``expected`` (:mod:`wmdeval.coverage`), every dataset variant must have rows for
+    ``expected`` (:mod:`wmdeval.core.coverage`), every dataset variant must have rows for
     every method (as the first of a pair; pairs include a method with itself)."""
     if expected is not None:
         expected = with_method_column(expected, "method_a")

@@ -18,10 +18,10 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from . import schemas
-from .io import WmdevalError, atomic_path, read_documents, write_table
+from ..core import schemas
+from ..core.io import WmdevalError, atomic_path, read_documents, write_table
 
-log = logging.getLogger("wmdeval.embeddings")
+log = logging.getLogger("wmdeval.ingest.embeddings")
 
 FILE_FORMATS = ("word2vec-binary", "word2vec-text", "glove", "fasttext-vec")
 

@@ -28,11 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import schemas
-from .io import WmdevalError, read_documents, read_splits, write_table
+from ..core import schemas
+from ..core.io import WmdevalError, read_documents, read_splits, write_table
 from .vocabulary import select_variant
 
-log = logging.getLogger("wmdeval.duplicates")
+log = logging.getLogger("wmdeval.cleaning.duplicates")
 
 #: The per-dataset report (``duplicates/summary.parquet``): one row per variant.
 SUMMARY = pa.schema([

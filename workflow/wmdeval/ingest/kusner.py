@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from . import schemas
+from ..core import schemas
+from ..core.io import WmdevalError, write_table
+from .corpora import documents_table, splits_table
 from .embeddings import embeddings_table
-from .ingest import documents_table, splits_table
-from .io import WmdevalError, write_table
 
-log = logging.getLogger("wmdeval.kusner")
+log = logging.getLogger("wmdeval.ingest.kusner")
 
 FIVE_FOLD_FIELDS = ("X", "BOW_X", "Y", "TR", "TE")
 ONE_FOLD_FIELDS = ("xtr", "xte", "BOW_xtr", "BOW_xte", "ytr", "yte")

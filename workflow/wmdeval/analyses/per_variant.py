@@ -1,9 +1,10 @@
 """The per-variant part of the four classifier-free analyses, in one process.
 
-N2O (:mod:`wmdeval.n2o`), crossmatch tests (:mod:`wmdeval.crossmatch`), corpus distances
-and known-similarity corpora (:mod:`wmdeval.corpus_distance`) each live in their own
-module, with their own table or figure rule. For one dataset variant they all read the
-same documents and WMD matrices, so the workflow runs the enabled ones in one job:
+N2O (:mod:`wmdeval.analyses.n2o`), crossmatch tests (:mod:`wmdeval.analyses.crossmatch`),
+corpus distances and known-similarity corpora (:mod:`wmdeval.analyses.corpus_distance`) each
+live in their own module, with their own table or figure rule. For one dataset variant they
+all read the same documents and WMD matrices, so the workflow runs the enabled ones in one
+job:
 
 - the matrices are read, and held in memory, once rather than once per analysis (on
   20news the two float32 WMD matrices take 2.8 GB);
@@ -23,9 +24,10 @@ from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 
-from . import corpus_distance, crossmatch, io, n2o, schemas
+from ..core import io, schemas
+from . import corpus_distance, crossmatch, n2o
 
-log = logging.getLogger("wmdeval.analyses")
+log = logging.getLogger("wmdeval.analyses.per_variant")
 
 #: analysis name (as under ``analyses:`` in the config) -> (results function, schema).
 #: Each function takes (corpus, dataset, variant, seed=..., **settings), the settings

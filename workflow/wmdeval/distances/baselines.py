@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from .methods import Method
+from ..core.methods import Method
 
 
 def count_matrix(documents: pa.Table) -> tuple[sp.csr_matrix, list[str]]:

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from . import methods as methods_module
-from . import schemas
-from .coverage import Expected, expects_rows, require_exact_coverage
-from .coverage import sources as coverage_sources
-from .io import WmdevalError, read_table, read_tables, write_table, write_text
+from ..core import methods as methods_module
+from ..core import schemas
+from ..core.coverage import Expected, expects_rows, require_exact_coverage
+from ..core.coverage import sources as coverage_sources
+from ..core.io import WmdevalError, read_table, read_tables, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
 #: lost in the CSV, so one plain-text marker serves both).
@@ -81,7 +81,7 @@ def collect_scores(paths: Sequence[str | os.PathLike],
     A (dataset, variant, method, classifier, fold) key present twice means two inputs
     overlap, which would silently double-count a fold, so it is an error. With
     ``expected``, the rows must cover exactly those datasets, variants, methods and
-    classifiers (:mod:`wmdeval.coverage`).
+    classifiers (:mod:`wmdeval.core.coverage`).
     """
     table = read_tables(paths, schemas.SCORES, expected)
     columns = {name: table.column(name).to_pylist() for name in schemas.SCORES.names}
@@ -367,7 +367,7 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
                allwords_expected: Expected | None = None) -> list[Path]:
     """Write every table of TABLES as .csv and .md into ``out_dir``.
 
-    ``expected`` is what the run covers (:mod:`wmdeval.coverage`): the scores must hold
+    ``expected`` is what the run covers (:mod:`wmdeval.core.coverage`): the scores must hold
     exactly its datasets, variants, methods and classifiers, and its datasets are the
     columns, in order. ``allwords_path``: scores of the baselines with every word kept
     (Tables 4/5), covering exactly ``allwords_expected``; their rel. is relative to BOW

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from . import schemas
-from .io import WmdevalError, write_table
+from ..core import schemas
+from ..core.io import WmdevalError, write_table
 
 # Named stop-word lists ship as package data, so any install of wmdeval (a wheel too) has them.
 STOPWORD_LISTS = {"kusner115": resources.files("wmdeval") / "data" / "stopwords" / "kusner115.txt"}

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from . import baselines, io, schemas
-from .methods import BY_SLUG, METHODS, Method, method_by_slug
+from ..core import io, schemas
+from ..core.methods import BY_SLUG, METHODS, Method, method_by_slug
+from ..distances import baselines
 
-log = logging.getLogger("wmdeval.evaluate")
+log = logging.getLogger("wmdeval.classification.knn")
 
 #: ``block(rows, cols)`` -> float distances [len(rows), len(cols)] between document
 #: positions, NaN where undefined.

@@ -1,0 +1,1 @@
+"""Analyses beyond the paper: how the distances differ, independent of any classifier."""

@@ -1,0 +1,1 @@
+"""Classification: kNN and weighted kNN tuned on validation, over any document distance."""

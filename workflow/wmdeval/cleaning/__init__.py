@@ -1,0 +1,1 @@
+"""Cleaning: duplicate documents and the out-of-vocabulary filter that make the variants."""

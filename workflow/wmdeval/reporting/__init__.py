@@ -1,0 +1,1 @@
+"""Reporting: the paper's tables and figures from the collected scores."""
