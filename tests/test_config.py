@@ -108,3 +108,17 @@ def test_every_schema_key_has_a_description():
             walk(sub, path)
 
     walk(schema, "")
+
+
+def test_defaults_of_a_key_are_the_schemas_with_nested_defaults_filled():
+    from wmdeval.core import config as wconfig
+
+    evaluation = wconfig.defaults("evaluation")
+    assert evaluation["knn"] == {"k": list(range(1, 20)), "validation_size": 0.2, "seed": 0}
+    assert evaluation["wknn"]["k"] == 19 and evaluation["empty_documents"] == "error"
+    assert wconfig.defaults("analyses", "n2o")["ks"] == [5, 10, 19]
+    # each call is a fresh copy: a caller changing it changes no other caller's defaults
+    evaluation["knn"]["k"].append(99)
+    assert wconfig.defaults("evaluation")["knn"]["k"][-1] == 19
+    with pytest.raises(KeyError, match="no config key evaluation.nope"):
+        wconfig.defaults("evaluation", "nope")

@@ -63,6 +63,27 @@ def _one_line(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
+def defaults(*keys: str) -> Any:
+    """The schema's default of the config key at ``keys`` (e.g. ``defaults("evaluation")``),
+    nested defaults filled in: the one place every default lives. Stage functions called
+    without a setting (by hand, from a test) take it from here."""
+    schema = load_schema()
+    sub = schema
+    for key in keys:
+        try:
+            sub = sub["properties"][key]
+        except KeyError:
+            raise KeyError(f"no config key {'.'.join(keys)} in the schema") from None
+    if "default" not in sub:
+        raise KeyError(f"config key {'.'.join(keys)} has no default")
+    value = copy.deepcopy(sub["default"])
+    # Validating against the key's own schema (with the root's definitions) fills the
+    # defaults of its nested keys.
+    _with_defaults(jsonschema.Draft202012Validator)(
+        {**sub, "$defs": schema.get("$defs", {})}).validate(value)
+    return value
+
+
 def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
     """Validate ``config`` in place (defaults filled in) and return it.
 
