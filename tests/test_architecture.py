@@ -1,0 +1,98 @@
+"""The package keeps its layers (docs/architecture.md): each imports only the layers below it.
+
+Read from the source with ``ast`` (imports inside functions count too), so a shortcut
+through a layer, or one analysis importing another, fails here rather than in review.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "wmdeval"
+
+#: layer -> the layers its modules may import (itself included where siblings may).
+ALLOWED = {
+    "core": {"core"},
+    "ingest": {"core", "ingest"},
+    "cleaning": {"core", "cleaning"},
+    "distances": {"core", "ingest", "distances"},
+    "planning": {"core", "distances", "planning"},
+    "classification": {"core", "distances", "classification"},
+    "reporting": {"core", "distances", "classification", "reporting"},
+    "analyses": {"core", "distances", "classification", "reporting", "analyses"},
+}
+#: The one analyses module that combines the others (the per-variant job).
+ANALYSES_COMBINER = "per_variant"
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def wmdeval_imports(path: Path) -> set[str]:
+    """Dotted names of the wmdeval modules (or packages) ``path`` imports."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "wmdeval"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            if stem.split(".")[0] != "wmdeval":
+                continue
+            for alias in node.names:  # "from . import n2o" imports a module
+                candidate = f"{stem}.{alias.name}"
+                is_module = (PACKAGE.parent / candidate.replace(".", "/")).with_suffix(".py")
+                is_package = PACKAGE.parent / candidate.replace(".", "/") / "__init__.py"
+                found.add(candidate if is_module.exists() or is_package.exists() else stem)
+    return found
+
+
+def layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ALLOWED) else None
+
+
+def test_every_module_belongs_to_a_layer():
+    loose = [module_name(p) for p in modules()
+             if layer(module_name(p)) is None and module_name(p) not in ("wmdeval", "wmdeval.cli")]
+    assert not loose, f"modules outside every layer: {loose}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=module_name)
+def test_imports_go_down_the_layers(path):
+    own = layer(module_name(path))
+    if own is None:  # wmdeval/__init__.py and the CLI sit above every layer
+        return
+    wrong = sorted(i for i in wmdeval_imports(path) if layer(i) not in ALLOWED[own])
+    assert not wrong, f"{module_name(path)} ({own}) imports {wrong}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "analyses").glob("*.py")), ids=module_name)
+def test_analyses_do_not_import_each_other(path):
+    if path.stem in (ANALYSES_COMBINER, "__init__"):
+        return
+    siblings = sorted(i for i in wmdeval_imports(path)
+                      if layer(i) == "analyses" and i != module_name(path))
+    assert not siblings, f"{module_name(path)} imports the analyses {siblings}: move what they " \
+                         "share below the analyses layer"
+
+
+def test_the_import_reader_sees_relative_and_absolute_imports():
+    """The reader itself: a test that cannot see imports would pass anything."""
+    found = wmdeval_imports(PACKAGE / "analyses" / f"{ANALYSES_COMBINER}.py")
+    assert "wmdeval.core.io" in found and "wmdeval.analyses.n2o" in found
