@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 MANIFEST = Path(__file__).with_name("demo_outputs.sha256")
 #: Outputs that hold wall-clock times, never the same twice.
 TIMED = ("results/logs/", "results/benchmarks/")
+#: Files under results/ that the repository holds, not the workflow.
+CHECKED_IN = ("results/README.md",)
 
 
 def output_hashes(workdir: Path) -> dict[str, str]:
@@ -35,7 +37,7 @@ def output_hashes(workdir: Path) -> dict[str, str]:
     hashes = {}
     for path in sorted((workdir / "results").rglob("*")):
         name = path.relative_to(workdir).as_posix()
-        if path.is_file() and not name.startswith(TIMED):
+        if path.is_file() and not name.startswith(TIMED) and name not in CHECKED_IN:
             hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return hashes
 
