@@ -7,7 +7,7 @@ On the same documents:
 - reference: for every ordered pair (i, j) of the full n x n square,
   ``sklearn.metrics.pairwise_distances`` for the cost matrix, ``ot.emd`` for the plan,
   and ``sum(plan * cost)``;
-- workflow: ``wmd.prepare`` + ``wmd.solve_block`` over the upper triangle, one thread.
+- workflow: ``solver.prepare`` + ``solver.solve_block`` over the upper triangle, one thread.
 
 Both run with one BLAS thread, alternating in four parts (rows of the square, blocks
 of the triangle) so that both see the same load when other jobs share the machine.
@@ -31,7 +31,7 @@ from sklearn.metrics import pairwise_distances
 from threadpoolctl import threadpool_limits
 
 from wmdeval.core import schemas
-from wmdeval.distances import wmd
+from wmdeval.distances.wmd import solver
 
 VOCABULARY = 5000
 DIM = 300
@@ -114,13 +114,13 @@ def compare(documents: pa.Table, embeddings: pa.Table, vectors: np.ndarray, word
         with ref_clock:
             xs, bows = reference_inputs(documents, vectors, words)
         with our_clock:
-            inputs = wmd.prepare(documents, embeddings, "bow")
+            inputs = solver.prepare(documents, embeddings, "bow")
         for part in range(ROUNDS):
             with ref_clock:
                 rows = range(part * n // ROUNDS, (part + 1) * n // ROUNDS)
                 expected.append(reference(xs, bows, rows))
             with our_clock:
-                tables.append(wmd.solve_block(inputs, part, ROUNDS, threads=1))
+                tables.append(solver.solve_block(inputs, part, ROUNDS, threads=1))
     table = pa.concat_tables(tables)
     i, j = table.column("i").to_numpy(), table.column("j").to_numpy()
     diff = np.abs(table.column("distance").to_numpy() - np.vstack(expected)[i, j]).max()
@@ -151,11 +151,11 @@ def main() -> None:
               f"{our_pairs / our_clock.wall:>8.0f} | {ratios[size]:>5.2f}x | {diff:.1e}")
 
     size = 70
-    inputs = wmd.prepare(sets[size], embeddings, "bow")
+    inputs = solver.prepare(sets[size], embeddings, "bow")
     with Clock() as one:
-        wmd.solve_block(inputs, 0, 1, threads=1)
+        solver.solve_block(inputs, 0, 1, threads=1)
     with Clock() as two:
-        wmd.solve_block(inputs, 0, 1, threads=2)
+        solver.solve_block(inputs, 0, 1, threads=2)
     print(f"solve_block, {size} words, {inputs.n} docs: 1 thread {one.wall:.2f} s, "
           f"2 threads {two.wall:.2f} s (wall): speed-up {one.wall / two.wall:.2f}x")
     print(f"wmd_throughput: {ratios[10]:.1f}x @10 words, {ratios[40]:.1f}x @40, "

@@ -8,7 +8,8 @@ import pytest
 from scipy.stats import pearsonr
 
 from wmdeval.core import io, methods, schemas
-from wmdeval.distances import pca, wmd
+from wmdeval.distances import pca
+from wmdeval.distances.wmd import solver
 from wmdeval.ingest.embeddings import embeddings_table
 from wmdeval.reporting import figures
 from wmdeval.reporting import tables as report
@@ -364,7 +365,7 @@ def _toy_embeddings(vectors: dict[str, list[float]]) -> pa.Table:
 
 def test_histogram_of_two_one_word_documents_puts_all_mass_at_their_cost():
     # |a - b| = 0.5 exactly: all the mass of the one pair moves at distance 0.5.
-    inputs = wmd.prepare(_toy_documents([{"a": 2.0}, {"b": 1.0}]),
+    inputs = solver.prepare(_toy_documents([{"a": 2.0}, {"b": 1.0}]),
                          _toy_embeddings({"a": [0.0, 0.0], "b": [0.3, 0.4]}), "bow")
     matched = figures.matched_words(inputs, np.array([[0, 1]]))
     assert matched.n_pairs == 1
@@ -380,7 +381,7 @@ def test_histogram_of_two_one_word_documents_puts_all_mass_at_their_cost():
 
 def test_histogram_splits_the_mass_between_exact_and_near_matches():
     # a -> a at 0 and b -> c at 0.32 (cheaper than crossing over via a at distance 1).
-    inputs = wmd.prepare(_toy_documents([{"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}]),
+    inputs = solver.prepare(_toy_documents([{"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}]),
                          _toy_embeddings({"a": [0.0, 0.0], "b": [1.0, 0.0],
                                           "c": [1.0, 0.32]}), "bow")
     matched = figures.matched_words(inputs, np.array([[0, 1]]))
@@ -440,8 +441,8 @@ def _toy_corpus(n: int = 12, seed: int = 0) -> tuple[pa.Table, dict[str, list[fl
 
 
 def _wmd_matrix(documents: pa.Table, embeddings: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    inputs = wmd.prepare(documents, embeddings, "bow")
-    matrix = np.array([[wmd.wmd_pair(inputs, i, j) if i != j else 0.0 for j in range(inputs.n)]
+    inputs = solver.prepare(documents, embeddings, "bow")
+    matrix = np.array([[solver.wmd_pair(inputs, i, j) if i != j else 0.0 for j in range(inputs.n)]
                        for i in range(inputs.n)])
     matrix[inputs.empty, :] = np.nan
     matrix[:, inputs.empty] = np.nan
@@ -455,7 +456,7 @@ def _figure4_panels() -> list[figures.Figure4Panel]:
     doc_ids, matrix = _wmd_matrix(documents, full)
     pairs = figures.nearest_neighbour_pairs(matrix, np.arange(12), np.arange(12))
     return [
-        figures.Figure4Panel(name, row, wmd.prepare(documents, table, "bow"), chosen,
+        figures.Figure4Panel(name, row, solver.prepare(documents, table, "bow"), chosen,
                              len(pairs), source)
         for name in ("toy", "toy again")
         for row, table, chosen, source in (

@@ -7,7 +7,8 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from wmdeval.core import io, methods, schemas
-from wmdeval.distances import baselines, wmd
+from wmdeval.distances import baselines
+from wmdeval.distances.wmd import blocks, pairs, solver
 
 
 def documents(bags: list[dict[str, float]]) -> pa.Table:
@@ -66,8 +67,8 @@ def awkward_corpus() -> tuple[pa.Table, pa.Table]:
     return documents(bags), emb
 
 
-def block_tables(inputs: wmd.WmdInputs, n_blocks: int, threads: int = 1) -> list[pa.Table]:
-    return [wmd.solve_block(inputs, s, n_blocks, threads) for s in range(n_blocks)]
+def block_tables(inputs: solver.WmdInputs, n_blocks: int, threads: int = 1) -> list[pa.Table]:
+    return [solver.solve_block(inputs, s, n_blocks, threads) for s in range(n_blocks)]
 
 
 def upper_pairs(table: pa.Table) -> dict[tuple[int, int], float]:
@@ -79,9 +80,9 @@ def upper_pairs(table: pa.Table) -> dict[tuple[int, int], float]:
 
 def test_one_word_documents_are_the_distance_between_their_vectors():
     emb = embeddings({"a": [0.0, 0.0], "b": [3.0, 4.0]})
-    inputs = wmd.prepare(documents([{"a": 2}, {"b": 7}]), emb, "bow")
-    assert wmd.wmd_pair(inputs, 0, 1) == 5.0
-    matrix = wmd.gather(2, block_tables(inputs, 1))
+    inputs = solver.prepare(documents([{"a": 2}, {"b": 7}]), emb, "bow")
+    assert solver.wmd_pair(inputs, 0, 1) == 5.0
+    matrix = blocks.gather(2, block_tables(inputs, 1))
     np.testing.assert_array_equal(matrix, np.array([[0, 5], [5, 0]], dtype=np.float32))
 
 
@@ -89,10 +90,10 @@ def test_two_words_against_two_words_by_hand():
     # Points on a line: a=0, b=10 with mass 1/2 each; c=1 (1/4), d=9 (3/4).
     # Optimal: a->c 1/4 (cost 1), a->d 1/4 (cost 9), b->d 1/2 (cost 1) = 3.
     emb = embeddings({"a": [0, 0], "b": [10, 0], "c": [1, 0], "d": [9, 0]})
-    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"c": 1, "d": 3}]), emb, "bow")
-    assert wmd.wmd_pair(inputs, 0, 1) == pytest.approx(3.0, abs=1e-12)
-    assert wmd.wmd_pair(inputs, 1, 0) == pytest.approx(3.0, abs=1e-12)
-    plan, cost, words_i, words_j = wmd.transport(inputs, 0, 1)
+    inputs = solver.prepare(documents([{"a": 1, "b": 1}, {"c": 1, "d": 3}]), emb, "bow")
+    assert solver.wmd_pair(inputs, 0, 1) == pytest.approx(3.0, abs=1e-12)
+    assert solver.wmd_pair(inputs, 1, 0) == pytest.approx(3.0, abs=1e-12)
+    plan, cost, words_i, words_j = solver.transport(inputs, 0, 1)
     np.testing.assert_allclose(plan, [[0.25, 0.25], [0.0, 0.5]], atol=1e-15)
     np.testing.assert_array_equal(cost, [[1, 9], [9, 1]])
     assert list(words_i) == ["a", "b"] and list(words_j) == ["c", "d"]
@@ -100,7 +101,7 @@ def test_two_words_against_two_words_by_hand():
 
 def test_matches_a_plain_emd2_loop():
     docs, emb = random_corpus(0, 20)
-    inputs = wmd.prepare(docs, emb, "bow")
+    inputs = solver.prepare(docs, emb, "bow")
     (table,) = block_tables(inputs, 1)
     got = upper_pairs(table)
     vectors = {r["word"]: np.array(r["vector"], dtype=np.float64) for r in emb.to_pylist()}
@@ -114,7 +115,7 @@ def test_matches_a_plain_emd2_loop():
             )
             expected = ot.emd2(a, b, cost)
             assert got[i, j] == pytest.approx(expected, abs=1e-9)
-            assert wmd.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
+            assert solver.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.parametrize(("scale", "tolerance"), [(1.0, 1e-12), (math.sqrt(2), 1e-7)])
@@ -132,7 +133,7 @@ def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
         for _ in range(15)
     ]
     docs = documents(bags)
-    inputs = wmd.prepare(docs, emb, "bow")
+    inputs = solver.prepare(docs, emb, "bow")
     got = np.zeros((15, 15))
     for table in block_tables(inputs, 2):
         for (i, j), d in upper_pairs(table).items():
@@ -151,7 +152,7 @@ def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
 
 def test_bow_weights_are_l1_normalised_counts():
     emb = embeddings({"a": [1, 0], "b": [0, 1], "c": [1, 1]})
-    inputs = wmd.prepare(documents([{"a": 1, "c": 3}, {}, {"b": 2}]), emb, "bow")
+    inputs = solver.prepare(documents([{"a": 1, "c": 3}, {}, {"b": 2}]), emb, "bow")
     assert list(inputs.words[inputs.indices[0]]) == ["a", "c"]
     np.testing.assert_array_equal(inputs.weights[0], [0.25, 0.75])
     assert len(inputs.weights[1]) == 0
@@ -162,7 +163,7 @@ def test_bow_weights_are_l1_normalised_counts():
 def test_tfidf_weights_by_hand():
     emb = embeddings({w: [k, 1.0] for k, w in enumerate("abcd")})
     bags = [{"a": 2, "b": 1, "c": 1}, {"a": 1, "b": 3}, {"c": 2, "d": 1}, {"a": 1, "d": 1}]
-    inputs = wmd.prepare(documents(bags), emb, "tfidf")
+    inputs = solver.prepare(documents(bags), emb, "tfidf")
     # N = 4; df: a 3, b 2, c 2, d 2
     idf = {"a": math.log(4 / 3), "b": math.log(2), "c": math.log(2), "d": math.log(2)}
     for k, bag in enumerate(bags):
@@ -173,26 +174,26 @@ def test_tfidf_weights_by_hand():
     a = inputs.weights[0]
     b = inputs.weights[2]
     cost = cdist(np.array([[0, 1], [1, 1], [2, 1]]), np.array([[2, 1], [3, 1]]))
-    assert wmd.wmd_pair(inputs, 0, 2) == pytest.approx(ot.emd2(a, b, cost), abs=1e-12)
+    assert solver.wmd_pair(inputs, 0, 2) == pytest.approx(ot.emd2(a, b, cost), abs=1e-12)
 
 
 def test_tfidf_without_mass_is_empty_and_idf_zero_words_are_dropped():
     emb = embeddings({"a": [0, 1], "b": [1, 0]})
-    inputs = wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb, "tfidf")
+    inputs = solver.prepare(documents([{"a": 1, "b": 1}, {"a": 2}, {"a": 1, "b": 2}]), emb, "tfidf")
     # "a" is in every document: idf 0, so document 1 has no mass.
     assert inputs.empty.tolist() == [False, True, False]
     assert list(inputs.words[inputs.indices[0]]) == ["b"]
     np.testing.assert_array_equal(inputs.weights[0], [1.0])
-    matrix = wmd.gather(3, block_tables(inputs, 2))
+    matrix = blocks.gather(3, block_tables(inputs, 2))
     assert np.isnan(matrix[1]).all() and np.isnan(matrix[:, 1]).all()
     assert matrix[0, 2] == 0.0  # both are all "b" now
-    assert not wmd.prepare(documents([{"a": 1, "b": 1}, {"a": 2}]), emb, "bow").empty.any()
+    assert not solver.prepare(documents([{"a": 1, "b": 1}, {"a": 2}]), emb, "bow").empty.any()
 
 
 def test_a_word_without_embedding_is_named():
     emb = embeddings({"a": [0, 1]})
     with pytest.raises(io.WmdevalError, match="'zebra'"):
-        wmd.prepare(documents([{"a": 1}, {"a": 1, "zebra": 2}]), emb, "bow")
+        solver.prepare(documents([{"a": 1}, {"a": 1, "zebra": 2}]), emb, "bow")
 
 
 # --- matrices -----------------------------------------------------------------------------
@@ -200,7 +201,7 @@ def test_a_word_without_embedding_is_named():
 
 def test_gathered_matrix_is_symmetric_with_zero_diagonal():
     docs, emb = random_corpus(2, 18)
-    matrix = wmd.gather(18, block_tables(wmd.prepare(docs, emb, "bow"), 4))
+    matrix = blocks.gather(18, block_tables(solver.prepare(docs, emb, "bow"), 4))
     assert matrix.dtype == np.float32 and matrix.shape == (18, 18)
     np.testing.assert_array_equal(matrix, matrix.T)
     np.testing.assert_array_equal(np.diagonal(matrix), 0.0)
@@ -209,30 +210,30 @@ def test_gathered_matrix_is_symmetric_with_zero_diagonal():
 
 def test_empty_documents_give_nan_rows_and_columns():
     docs, emb = awkward_corpus()
-    inputs = wmd.prepare(docs, emb, "bow")
-    matrix = wmd.gather(inputs.n, block_tables(inputs, 3))
+    inputs = solver.prepare(docs, emb, "bow")
+    matrix = blocks.gather(inputs.n, block_tables(inputs, 3))
     assert np.isnan(matrix[4]).all() and np.isnan(matrix[:, 4]).all()
     others = np.delete(np.delete(matrix, 4, axis=0), 4, axis=1)
     assert not np.isnan(others).any()
     assert matrix[2, 9] == 0.0  # duplicates
     assert matrix[13, 20] == 0.0  # same single word, different counts
-    assert math.isnan(wmd.wmd_pair(inputs, 4, 5))
+    assert math.isnan(solver.wmd_pair(inputs, 4, 5))
 
 
 def test_one_word_shortcut_is_the_weighted_sum_of_costs():
     docs, emb = awkward_corpus()
-    inputs = wmd.prepare(docs, emb, "bow")
+    inputs = solver.prepare(docs, emb, "bow")
     for j in (0, 1, 2, 25):
-        cost = wmd.cost_matrix(inputs, inputs.indices[13], inputs.indices[j])
+        cost = solver.cost_matrix(inputs, inputs.indices[13], inputs.indices[j])
         expected = ot.emd2(inputs.weights[13], inputs.weights[j], cost)
-        assert wmd.wmd_pair(inputs, 13, j) == pytest.approx(expected, abs=1e-12)
-        assert wmd.wmd_pair(inputs, j, 13) == pytest.approx(expected, abs=1e-12)
+        assert solver.wmd_pair(inputs, 13, j) == pytest.approx(expected, abs=1e-12)
+        assert solver.wmd_pair(inputs, j, 13) == pytest.approx(expected, abs=1e-12)
 
 
 def test_block_layout_does_not_change_a_bit(tmp_path):
     docs, emb = awkward_corpus()
-    inputs = wmd.prepare(docs, emb, "bow")
-    matrices = [wmd.gather(inputs.n, block_tables(inputs, k)) for k in (1, 3, 37)]
+    inputs = solver.prepare(docs, emb, "bow")
+    matrices = [blocks.gather(inputs.n, block_tables(inputs, k)) for k in (1, 3, 37)]
     assert matrices[0].tobytes() == matrices[1].tobytes() == matrices[2].tobytes()
 
     io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
@@ -241,7 +242,7 @@ def test_block_layout_does_not_change_a_bit(tmp_path):
     for n_blocks in (1, 3, 37):
         paths = [tmp_path / f"{n_blocks}" / f"block{s}.parquet" for s in range(n_blocks)]
         for s, path in enumerate(paths):
-            wmd.run_block(
+            blocks.run_block(
                 tmp_path / "documents.parquet",
                 tmp_path / "embeddings.parquet",
                 "bow",
@@ -251,7 +252,7 @@ def test_block_layout_does_not_change_a_bit(tmp_path):
                 path,
             )
         out = tmp_path / f"wmd-{n_blocks}.parquet"
-        wmd.run_gather(tmp_path / "documents.parquet", paths, out, "WMD")
+        blocks.run_gather(tmp_path / "documents.parquet", paths, out, "WMD")
         written.append(out.read_bytes())
     assert written[0] == written[1] == written[2]
     doc_ids, matrix = io.read_distances(tmp_path / "wmd-3.parquet")
@@ -326,27 +327,9 @@ def test_stored_units_gather_to_the_same_bytes_for_any_count_and_match_emd2(tmp_
     np.testing.assert_allclose(matrix, expected.astype(np.float32), rtol=1e-6, atol=1e-6)
 
 
-def test_unit_resources_come_from_its_share_of_the_work_and_double_per_attempt(tmp_path):
-    docs, _ = random_corpus(2, 60, max_len=30)
-    path = tmp_path / "documents.parquet"
-    io.write_table(docs, path, schemas.DOCUMENTS)
-    one = wmd.block_resources(path, 1, threads=1)
-    many = wmd.block_resources(path, 64, threads=1)
-    assert many["mem_mb"] <= one["mem_mb"] and many["runtime"] <= one["runtime"]
-    assert wmd.block_resources(path, 64, threads=1, attempt=2) == {
-        "mem_mb": 2 * many["mem_mb"],
-        "runtime": 2 * many["runtime"],
-    }
-    # a dry run before the documents exist gets a nominal request
-    assert wmd.block_resources(tmp_path / "absent.parquet", 64, 1) == {
-        "mem_mb": 1000,
-        "runtime": 60,
-    }
-
-
 def test_thread_count_does_not_change_a_bit():
     docs, emb = awkward_corpus()
-    inputs = wmd.prepare(docs, emb, "tfidf")
+    inputs = solver.prepare(docs, emb, "tfidf")
     one = block_tables(inputs, 2, threads=1)
     for threads in (2, 4):
         for a, b in zip(one, block_tables(inputs, 2, threads=threads), strict=True):
@@ -356,32 +339,34 @@ def test_thread_count_does_not_change_a_bit():
 
 def test_gather_refuses_missing_or_repeated_pairs():
     docs, emb = random_corpus(4, 10)
-    blocks = block_tables(wmd.prepare(docs, emb, "bow"), 3)
+    tables = block_tables(solver.prepare(docs, emb, "bow"), 3)
     with pytest.raises(io.WmdevalError, match="missing"):
-        wmd.gather(10, blocks[:2])
+        blocks.gather(10, tables[:2])
     with pytest.raises(io.WmdevalError, match="duplicated"):
-        wmd.gather(10, blocks + blocks[1:2])
-    swapped = pa.concat_tables(blocks)
+        blocks.gather(10, tables + tables[1:2])
+    swapped = pa.concat_tables(tables)
     repeated = swapped.slice(0, 1)
     broken = pa.concat_tables([swapped.slice(0, swapped.num_rows - 1), repeated])
     with pytest.raises(io.WmdevalError, match="missing"):
-        wmd.gather(10, [broken])
+        blocks.gather(10, [broken])
 
 
 def test_submatrix_and_run_subset(tmp_path):
     matrix = np.arange(25, dtype=np.float32).reshape(5, 5)
     doc_ids = np.array([2, 3, 5, 8, 9], dtype=np.int32)
     np.testing.assert_array_equal(
-        wmd.submatrix(doc_ids, matrix, np.array([3, 8])), [[6, 8], [16, 18]]
+        blocks.submatrix(doc_ids, matrix, np.array([3, 8])), [[6, 8], [16, 18]]
     )
     with pytest.raises(io.WmdevalError, match="doc_id 4"):
-        wmd.submatrix(doc_ids, matrix, np.array([3, 4]))
+        blocks.submatrix(doc_ids, matrix, np.array([3, 4]))
 
     io.write_distances(matrix, doc_ids, tmp_path / "full.parquet", metadata={"method": "WMD"})
     kept = documents([{"a": 1}] * 5).filter(pa.array([False, True, False, True, True]))
     kept = kept.set_column(0, "doc_id", pa.array([3, 8, 9], pa.int32()))
     io.write_table(kept, tmp_path / "clean.parquet", schemas.DOCUMENTS)
-    wmd.run_subset(tmp_path / "full.parquet", tmp_path / "clean.parquet", tmp_path / "sub.parquet")
+    blocks.run_subset(
+        tmp_path / "full.parquet", tmp_path / "clean.parquet", tmp_path / "sub.parquet"
+    )
     ids, sub = io.read_distances(tmp_path / "sub.parquet")
     assert ids.tolist() == [3, 8, 9]
     np.testing.assert_array_equal(sub, matrix[np.ix_([1, 3, 4], [1, 3, 4])])
@@ -392,23 +377,23 @@ def test_submatrix_and_run_subset(tmp_path):
 
 def test_plan_covers_every_pair_once_in_order():
     docs, emb = awkward_corpus()
-    inputs = wmd.prepare(docs, emb, "bow")
+    inputs = solver.prepare(docs, emb, "bow")
     total = inputs.n * (inputs.n - 1) // 2
     for n_blocks in (1, 2, 7, 37, total + 5):
-        plan = wmd.plan_blocks(inputs, n_blocks)
+        plan = pairs.plan_blocks(inputs.sizes, n_blocks)
         assert len(plan) == n_blocks and plan[0][0] == 0 and plan[-1][1] == total
         assert all(plan[k][1] == plan[k + 1][0] for k in range(n_blocks - 1))
         assert all(start <= stop for start, stop in plan)
-        assert plan == wmd.plan_blocks(inputs, n_blocks)
-    assert wmd.plan_blocks(wmd.prepare(documents([{}]), emb, "bow"), 3) == [(0, 0)] * 3
+        assert plan == pairs.plan_blocks(inputs.sizes, n_blocks)
+    assert pairs.plan_blocks(solver.prepare(documents([{}]), emb, "bow").sizes, 3) == [(0, 0)] * 3
 
 
 def test_blocks_enumerate_pairs_row_major():
     docs, emb = random_corpus(5, 9)
-    inputs = wmd.prepare(docs, emb, "bow")
+    inputs = solver.prepare(docs, emb, "bow")
     tables = block_tables(inputs, 4)
-    pairs = [(r["i"], r["j"]) for t in tables for r in t.to_pylist()]
-    assert pairs == [(i, j) for i in range(9) for j in range(i + 1, 9)]
+    solved = [(r["i"], r["j"]) for t in tables for r in t.to_pylist()]
+    assert solved == [(i, j) for i in range(9) for j in range(i + 1, 9)]
     assert tables[0].schema.equals(schemas.WMD_BLOCK)
 
 
@@ -420,46 +405,86 @@ def test_plan_balances_estimated_work_not_pairs():
     bags = [
         {w: 1 for w in rng.choice(vocab, 200 if k == 0 else 5, replace=False)} for k in range(40)
     ]
-    inputs = wmd.prepare(documents(bags), emb, "bow")
-    plan = wmd.plan_blocks(inputs, 4)
+    inputs = solver.prepare(documents(bags), emb, "bow")
+    plan = pairs.plan_blocks(inputs.sizes, 4)
     sizes = inputs.sizes
-    starts = wmd.row_starts(inputs.n)
+    starts = pairs.row_starts(inputs.n)
     i = np.searchsorted(starts, np.arange(starts[-1]), side="right") - 1
     j = np.arange(starts[-1]) - starts[i] + i + 1
-    work = (sizes[i] * sizes[j]) ** wmd.WORK_EXPONENT + wmd.PAIR_OVERHEAD
+    work = (sizes[i] * sizes[j]) ** pairs.WORK_EXPONENT + pairs.PAIR_OVERHEAD
     per_block = np.array([work[a:b].sum() for a, b in plan])
     assert per_block.max() / per_block.min() < 1.1
     assert plan[0][1] - plan[0][0] < len(work) / 4 / 3  # far fewer pairs than a quarter
 
 
+def test_work_model_by_hand():
+    # 1, 2, 3 and 0 distinct words: documents of fewer than two words cost only the overhead
+    s = pairs.document_work(np.array([1, 2, 3, 0]))
+    e, overhead = pairs.WORK_EXPONENT, pairs.PAIR_OVERHEAD
+    assert s.tolist() == pytest.approx([0.0, 2**e, 3**e, 0.0], rel=1e-15)
+    by_row = [3 * overhead, (2 * 3) ** e + 2 * overhead, overhead, 0.0]
+    assert pairs.row_work(s).tolist() == pytest.approx(by_row, rel=1e-15)
+    # only the first two rows have pairs (a one-fold dataset's training documents)
+    assert pairs.row_work(s, n_rows=2).tolist() == pytest.approx(by_row[:2] + [0, 0], rel=1e-15)
+
+
+def test_plan_boundaries_follow_the_cumulative_work_of_the_pairs():
+    # A plain loop over the pairs in rank order: block k ends at the last pair whose
+    # cumulative work stays within k/n_blocks of the total.
+    sizes = np.random.default_rng(11).integers(0, 60, 50)
+    e, overhead = pairs.WORK_EXPONENT, pairs.PAIR_OVERHEAD
+    factor = [float(u) ** e if u >= 2 else 0.0 for u in sizes]
+    for n_rows in (None, 30):
+        work = [
+            factor[i] * factor[j] + overhead for i in range(n_rows or 50) for j in range(i + 1, 50)
+        ]
+        cumulative = np.cumsum(work)
+        for n_blocks in (2, 5, 13):
+            plan = pairs.plan_blocks(sizes, n_blocks, n_rows)
+            targets = cumulative[-1] * np.arange(1, n_blocks) / n_blocks
+            ends = [int(np.sum(cumulative <= target)) for target in targets]
+            assert [stop for _, stop in plan[:-1]] == ends
+            assert plan[-1][1] == len(work)
+
+
+def test_row_segments_cut_a_rank_range_into_rows():
+    # 5 documents: ranks 0-3 are row 0 (j = 1..4), 4-6 row 1, 7-8 row 2, 9 row 3
+    assert pairs.row_segments(5, 2, 8) == [(0, 3, 5, 0), (1, 2, 5, 2), (2, 3, 4, 5)]
+    assert pairs.row_segments(5, 9, 10) == [(3, 4, 5, 0)]
+    assert pairs.row_segments(5, 4, 4) == []
+    # with 2 rows of pairs there are 4 + 3 ranks
+    assert pairs.row_starts(5, n_rows=2).tolist() == [0, 4, 7, 7, 7, 7]
+    assert pairs.row_segments(5, 3, 7, n_rows=2) == [(0, 4, 5, 0), (1, 2, 5, 1)]
+
+
 def test_progress_reports_the_end():
     docs, emb = random_corpus(7, 8)
     calls = []
-    wmd.solve_block(
-        wmd.prepare(docs, emb, "bow"),
+    solver.solve_block(
+        solver.prepare(docs, emb, "bow"),
         0,
         2,
         progress=lambda done, total: calls.append((done, total)),
     )
-    total = wmd.plan_blocks(wmd.prepare(docs, emb, "bow"), 2)[0][1]
+    total = pairs.plan_blocks(solver.prepare(docs, emb, "bow").sizes, 2)[0][1]
     assert calls[-1] == (total, total)
 
 
 def test_solver_failure_is_an_error(monkeypatch):
     docs, emb = random_corpus(8, 3, max_len=12)
-    inputs = wmd.prepare(docs, emb, "bow")
-    monkeypatch.setattr(wmd, "MAX_ITER", 1)
+    inputs = solver.prepare(docs, emb, "bow")
+    monkeypatch.setattr(solver, "MAX_ITER", 1)
     big = [k for k in range(3) if len(inputs.indices[k]) > 3]
     with pytest.raises(io.WmdevalError, match="optimality"):
-        wmd.wmd_pair(inputs, big[0], big[1])
+        solver.wmd_pair(inputs, big[0], big[1])
 
 
 def test_progress_is_reported_while_solving(monkeypatch):
-    monkeypatch.setattr(wmd, "PROGRESS_SECONDS", 0.001)
+    monkeypatch.setattr(solver, "PROGRESS_SECONDS", 0.001)
     docs, emb = random_corpus(9, 40, max_len=25)
     calls = []
-    wmd.solve_block(
-        wmd.prepare(docs, emb, "bow"),
+    solver.solve_block(
+        solver.prepare(docs, emb, "bow"),
         0,
         1,
         threads=2,
@@ -471,10 +496,10 @@ def test_progress_is_reported_while_solving(monkeypatch):
 
 def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):
     docs, emb = random_corpus(10, 12)
-    inputs = wmd.prepare(docs, emb, "bow")
-    monkeypatch.setattr(wmd, "MAX_ITER", 1)
+    inputs = solver.prepare(docs, emb, "bow")
+    monkeypatch.setattr(solver, "MAX_ITER", 1)
     with pytest.raises(io.WmdevalError, match="optimality"):
-        wmd.solve_block(inputs, 0, 1, threads=2)
+        solver.solve_block(inputs, 0, 1, threads=2)
 
 
 def one_fold_splits(doc_ids, test_ids) -> pa.Table:
@@ -491,12 +516,12 @@ def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
     io.write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(emb, tmp_path / "embeddings.parquet")
     io.write_table(one_fold_splits(range(n), test_ids), tmp_path / "splits.parquet", schemas.SPLITS)
-    full = wmd.gather(n, block_tables(wmd.prepare(docs, emb, "bow"), 1))
+    full = blocks.gather(n, block_tables(solver.prepare(docs, emb, "bow"), 1))
     outputs = []
     for n_blocks in (1, 4, 9):
         paths = [tmp_path / f"{n_blocks}-{k}.parquet" for k in range(n_blocks)]
         for k, path in enumerate(paths):
-            wmd.run_block(
+            blocks.run_block(
                 tmp_path / "documents.parquet",
                 tmp_path / "embeddings.parquet",
                 "bow",
@@ -509,7 +534,7 @@ def test_one_fold_skips_exactly_the_test_by_test_pairs(tmp_path):
         solved = sum(io.read_table(p).num_rows for p in paths)
         assert solved == n * (n - 1) // 2 - len(test_ids) * (len(test_ids) - 1) // 2
         out = tmp_path / f"wmd-{n_blocks}.parquet"
-        wmd.run_gather(
+        blocks.run_gather(
             tmp_path / "documents.parquet",
             paths,
             out,
@@ -535,7 +560,7 @@ def test_five_fold_splits_keep_every_pair():
     ids = docs.column("doc_id").to_numpy()
     from wmdeval.ingest.corpora import random_splits
 
-    order, n_rows = wmd.solve_order(ids, random_splits(10, 5, 0.3, 0))
+    order, n_rows = pairs.solve_order(ids, random_splits(10, 5, 0.3, 0))
     assert n_rows == 10 and np.array_equal(order, np.arange(10))
-    order, n_rows = wmd.solve_order(ids, one_fold_splits(ids, {0, 3}))
+    order, n_rows = pairs.solve_order(ids, one_fold_splits(ids, {0, 3}))
     assert n_rows == 8 and order[:8].tolist() == [1, 2, 4, 5, 6, 7, 8, 9]

@@ -14,7 +14,11 @@ from wmdeval.core.methods import (
     method_by_slug,
     pca_method_name,
 )
-from wmdeval.distances.wmd import block_resources as wmd_block_resources, gather_mem_mb
+from wmdeval.planning.resources import (
+    block_resources as wmd_block_resources,
+    gather_mem_mb,
+    matrix_job_mem_mb as wmd_matrix_job_mem_mb,
+)
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing
 # the parallelism re-solved finished matrices. Say what replaced it instead of "unknown key".
@@ -248,7 +252,7 @@ def analysis_outputs():
 
 def matrix_job_mem_mb(wildcards, input, attempt):
     """Jobs that hold a variant's distance matrices plus a float64 working block."""
-    return (gather_mem_mb(input.documents) + 2000) * attempt
+    return wmd_matrix_job_mem_mb(input.documents, attempt)
 
 
 def logged(path):

@@ -196,7 +196,7 @@ def _(p):
 
 
 def _wmd_block(a):
-    from .distances.wmd import run_block
+    from .distances.wmd.blocks import run_block
 
     block, n_blocks = a.block
     run_block(a.documents, a.embeddings, a.weighting, block, n_blocks, a.threads, a.out,
@@ -215,7 +215,7 @@ def _(p):
 
 
 def _wmd_gather(a):
-    from .distances.wmd import run_gather
+    from .distances.wmd.blocks import run_gather
 
     run_gather(a.documents, a.blocks, a.out, a.method, splits_path=a.splits)
 
@@ -230,7 +230,7 @@ def _(p):
 
 
 def _wmd_subset(a):
-    from .distances.wmd import run_subset
+    from .distances.wmd.blocks import run_subset
 
     run_subset(a.matrix, a.documents, a.out)
 

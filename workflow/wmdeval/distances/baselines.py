@@ -19,6 +19,7 @@ from ..core.methods import Method
 def count_matrix(documents: pa.Table) -> tuple[sp.csr_matrix, list[str]]:
     """Documents (DOCUMENTS schema) -> (CSR count matrix [docs x vocabulary], vocabulary).
 
+    Rows follow the table's row order; the matrix is float64 in :func:`canonical` form.
     The vocabulary is the sorted set of words of these documents, so the column
     order does not depend on document order.
     """
@@ -36,7 +37,7 @@ def count_matrix(documents: pa.Table) -> tuple[sp.csr_matrix, list[str]]:
 
 
 def canonical(matrix: sp.spmatrix) -> sp.csr_matrix:
-    """CSR with sorted indices, no duplicate entries and no explicit zeros.
+    """A float64 copy in CSR with sorted indices, no duplicate entries and no explicit zeros.
 
     The distance kernels read one entry per (row, term), so every matrix handed to
     them goes through here. (scikit-learn's sparse Manhattan distances, used before,
@@ -52,7 +53,9 @@ def canonical(matrix: sp.spmatrix) -> sp.csr_matrix:
 
 
 def idf_from_training(counts: sp.csr_matrix, train_rows: np.ndarray) -> np.ndarray:
-    """idf(t) = log(N_train / df_train(t)); 0 for terms unseen in training.
+    """idf(t) = log(N_train / df_train(t)), float64 [terms]; 0 for terms unseen in training.
+
+    ``counts``: [docs x terms]; ``train_rows``: the training documents' row positions.
 
     Matches gensim's ``TfidfModel(normalize=False)`` up to the base of the log,
     which only scales every distance of a method by the same factor.
@@ -66,7 +69,12 @@ def idf_from_training(counts: sp.csr_matrix, train_rows: np.ndarray) -> np.ndarr
 
 
 def weighted(counts: sp.csr_matrix, method: Method, idf: np.ndarray | None) -> sp.csr_matrix:
-    """Apply the method's weighting and normalisation to count vectors."""
+    """Apply the method's weighting and normalisation to count vectors, row by row.
+
+    ``counts``: [docs x terms]; ``idf``: float64 [terms], required for TF-IDF methods.
+    Returns a canonical float64 CSR matrix of the same shape; a row without mass stays a
+    zero row (never NaN).
+    """
     x = counts
     if method.weighting == "tfidf":
         if idf is None:
@@ -101,15 +109,20 @@ _PAIRS_PER_CHUNK = 4096
 
 def distances(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray, metric: str,
               n_jobs: int = 1, unit_rows: bool = False) -> np.ndarray:
-    """Dense float64 distances between rows ``rows`` and ``cols`` of ``x``
-    (``unit_rows``: see :func:`sparse_distances`)."""
+    """Dense float64 [len(rows), len(cols)] distances between rows ``rows`` and ``cols`` of ``x``.
+
+    ``rows``, ``cols``: row positions of ``x``, in the order of the output; ``metric``
+    and ``unit_rows`` as in :func:`sparse_distances`. Never NaN.
+    """
     return sparse_distances(x[np.asarray(rows)], x[np.asarray(cols)], metric, n_jobs,
                             unit_rows)
 
 
 def sparse_distances(a: sp.spmatrix, b: sp.spmatrix, metric: str,
                      n_jobs: int = 1, unit_rows: bool = False) -> np.ndarray:
-    """L1 or L2 distances [rows of a x rows of b] between sparse vectors.
+    """L1 or L2 distances, dense float64 [rows of a x rows of b], between sparse vectors.
+
+    Never NaN: a zero row is at its size from every other row.
 
     Both go through "size minus overlap", where only the terms two rows share cost work:
     L1 as |a|_1 + |b|_1 - 2 sum_t min(|a_t|, |b_t|) over shared terms of equal sign, L2
@@ -241,12 +254,18 @@ def _exact(a: sp.csr_matrix, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarra
 
 def baseline_distances(counts: sp.csr_matrix, method: Method, train_rows: np.ndarray,
                        rows: np.ndarray, cols: np.ndarray, n_jobs: int = 1) -> np.ndarray:
-    """Distances of one baseline method for one fold (IDF from ``train_rows``)."""
+    """Distances of one baseline method for one fold, dense float64 [len(rows), len(cols)].
+
+    ``counts``: [docs x terms] (:func:`count_matrix`); IDF from ``train_rows`` for TF-IDF
+    methods; ``rows``, ``cols``: document positions, in the order of the output. Never NaN
+    (an empty document is at distance 0 from another empty one).
+    """
     idf = idf_from_training(counts, train_rows) if method.weighting == "tfidf" else None
     return distances(weighted(counts, method, idf), rows, cols, method.metric, n_jobs,
                      unit_rows=has_unit_rows(method))
 
 
 def has_unit_rows(method: Method) -> bool:
-    """Normalised in the norm of its own metric (L1/L1, L2/L2): rows of size exactly 1."""
+    """Whether the method is normalised in the norm of its own metric (L1/L1, L2/L2): its
+    non-zero rows then have size exactly 1."""
     return method.norm == method.metric

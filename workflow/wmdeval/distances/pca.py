@@ -42,11 +42,15 @@ class WeightedPca:
         return float(self.explained_variance.sum() / self.total_variance)
 
     def project(self, vectors: np.ndarray) -> np.ndarray:
+        """Vectors [m, D] (any float dtype) projected onto the axes: float64 [m, dim]."""
         return (np.asarray(vectors, dtype=np.float64) - self.mean) @ self.components.T
 
 
 def fit_weighted_pca(vectors: np.ndarray, weights: np.ndarray, dim: int) -> WeightedPca:
-    """PCA of ``vectors`` where row r counts ``weights[r]`` times.
+    """PCA of ``vectors`` [n, D] where row r counts ``weights[r]`` times (float64 [n]).
+
+    Keeps the ``dim`` axes of largest variance (1 <= dim <= D), largest first. Negative
+    weights or no weight at all are a WmdevalError.
 
     Centred by the weighted mean; the axes are the leading eigenvectors of the
     weighted covariance. An eigenvector is only defined up to sign, so each is turned
@@ -82,7 +86,9 @@ def _positive_largest_entry(components: np.ndarray) -> np.ndarray:
 
 
 def document_frequency(documents: pa.Table, words: list[str]) -> np.ndarray:
-    """How many documents contain each of ``words`` (float64; 0 for unused words).
+    """How many documents contain each of ``words``: float64 [len(words)], in that order.
+
+    0 for words no document uses; document words without a vector are not counted.
 
     Document words are distinct (DOCUMENTS schema), so each occurrence is one document.
     """
@@ -97,7 +103,8 @@ def document_frequency(documents: pa.Table, words: list[str]) -> np.ndarray:
 
 
 def project_embeddings(embeddings: pa.Table, documents: pa.Table, dim: int) -> pa.Table:
-    """Every vector of ``embeddings`` projected to ``dim`` dimensions by PCA.
+    """Every vector of ``embeddings`` projected to ``dim`` dimensions by PCA, in the same
+    word order: an embeddings table of ``dim``-dimensional vectors.
 
     The PCA is fit on the word vectors of ``documents``: one row per (document, word)
     occurrence. The projected vectors are kept as they are (not L2-normalised, as for
@@ -115,7 +122,8 @@ def project_embeddings(embeddings: pa.Table, documents: pa.Table, dim: int) -> p
 
 def run_project(embeddings_path: str | os.PathLike, documents_path: str | os.PathLike,
                 dim: int, out_path: str | os.PathLike) -> None:
-    """Write the ``dim``-dimensional PCA embeddings table of a dataset."""
+    """Write the ``dim``-dimensional PCA embeddings table of a dataset (see
+    :func:`project_embeddings`); a dimension out of range is a WmdevalError."""
     table = project_embeddings(read_table(embeddings_path), read_documents(documents_path),
                                dim)
     write_table(table, out_path)

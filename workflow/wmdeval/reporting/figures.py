@@ -38,8 +38,8 @@ from ..core.io import (
 from ..distances import baselines
 from . import tables as report
 
-if TYPE_CHECKING:  # POT (imported by wmd) takes a second to load: only Figure 4 needs it
-    from ..distances import wmd
+if TYPE_CHECKING:  # POT (imported by the solver) takes a second to load: only Figure 4 needs it
+    from ..distances.wmd import solver
 
 # Fixed SVG ids (otherwise random per run) and text drawn as paths (no font dependency).
 _RC = {"svg.hashsalt": "wmdeval", "svg.fonttype": "path", "font.size": 9}
@@ -229,9 +229,9 @@ class MatchedWords:
         return float(self.mass[self.costs == 0].sum() / total) if total > 0 else math.nan
 
 
-def matched_words(inputs: wmd.WmdInputs, pairs: np.ndarray) -> MatchedWords:
+def matched_words(inputs: solver.WmdInputs, pairs: np.ndarray) -> MatchedWords:
     """Solve the exact transport of every (i, j) document pair (positions in ``inputs``)."""
-    from ..distances import wmd
+    from ..distances.wmd import solver
 
     costs, mass = [], []
     n_pairs = 0
@@ -239,7 +239,7 @@ def matched_words(inputs: wmd.WmdInputs, pairs: np.ndarray) -> MatchedWords:
     for i, j in pairs:
         if empty[i] or empty[j]:
             continue
-        plan, cost, _, _ = wmd.transport(inputs, int(i), int(j))
+        plan, cost, _, _ = solver.transport(inputs, int(i), int(j))
         moved = plan > 0
         costs.append(cost[moved])
         mass.append(plan[moved])
@@ -268,7 +268,7 @@ class Figure4Panel:
 
     dataset: str
     row: str  # heading of the block of panels, e.g. "300-d embeddings", "5-d PCA embeddings"
-    inputs: wmd.WmdInputs  # the documents prepared for WMD with that embedding
+    inputs: solver.WmdInputs  # the documents prepared for WMD with that embedding
     pairs: np.ndarray  # int64 [m, 2]: (document, its nearest neighbour), positions in inputs
     n_queries: int  # documents with a nearest neighbour, before any sampling
     pair_source: str = ""  # which WMD picked the neighbours, shown under the figure
@@ -399,9 +399,9 @@ def _table_dim(embeddings: pa.Table) -> int:
 def _figure4_panel(dataset: str, row: str, embeddings: pa.Table, documents: pa.Table,
                    pairs: np.ndarray, max_documents: int | None, seed: int,
                    pair_source: str) -> Figure4Panel:
-    from ..distances import wmd
+    from ..distances.wmd import solver
 
-    inputs = wmd.prepare(documents, embeddings, "bow")
+    inputs = solver.prepare(documents, embeddings, "bow")
     return Figure4Panel(dataset, row, inputs, sample_pairs(pairs, max_documents, seed),
                         len(pairs), pair_source)
 

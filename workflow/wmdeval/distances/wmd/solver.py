@@ -1,0 +1,424 @@
+"""Exact WMD of document pairs: prepared inputs, cost matrices, one exact solve, a block of pairs.
+
+WMD between two documents is the optimal-transport cost between their word
+weights (L1-normalised counts, or tf-idf for WMD-TF-IDF), with the Euclidean
+distance between word embeddings as ground cost, solved exactly with POT's
+network simplex (docs/protocol.md §5).
+
+Every distance is a function of its pair alone (never of the block layout or of
+the thread count), so any layout gives a bit-identical matrix: see
+:func:`_row_costs` for the one place where that takes care.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+import ot
+import pyarrow as pa
+import pyarrow.compute as pc
+from ot.lp.emd_wrap import emd_c
+from threadpoolctl import ThreadpoolController
+
+from ...core import io, schemas
+from .pairs import plan_blocks, row_segments
+
+#: Network-simplex iteration cap; far above what documents of a few hundred words need.
+MAX_ITER = 1_000_000
+#: POT's network-simplex result codes.
+_OPTIMAL = 1
+_FAILURES = {
+    0: "infeasible (marginals of unequal mass?)",
+    2: "unbounded",
+    3: "iteration limit reached before optimality",
+}
+
+#: Seconds between two progress reports of solve_block.
+PROGRESS_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class WmdInputs:
+    """Documents prepared for WMD: word rows into ``vectors`` and marginal weights.
+
+    ``vectors`` holds only the words some document uses (in embedding-table order);
+    an empty document (no words, or no tf-idf mass) has empty ``indices``/``weights``.
+    """
+
+    doc_ids: np.ndarray  # int32 [n]
+    words: np.ndarray  # object [V]: the word of each row of `vectors`
+    vectors: np.ndarray  # float64 [V, dim]
+    sq_norms: np.ndarray  # float64 [V]: squared L2 norm of each row of `vectors`
+    offsets: np.ndarray  # int64 [n + 1]: document k owns flat entries offsets[k]:offsets[k+1]
+    flat_indices: np.ndarray  # int32 [total]: rows into `vectors`, document after document
+    indices: tuple[np.ndarray, ...]  # per document: views into flat_indices
+    weights: tuple[np.ndarray, ...]  # per document: float64 marginals summing to 1
+    twin: np.ndarray  # int64 [n]: equal for documents with identical marginals; -1 if empty
+
+    @property
+    def n(self) -> int:
+        """Number of documents."""
+        return len(self.doc_ids)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Distinct words (with positive weight) per document, int64 [n]."""
+        return np.diff(self.offsets)
+
+    @property
+    def empty(self) -> np.ndarray:
+        """bool [n]: documents without mass, whose every distance is NaN."""
+        return self.sizes == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Preparation
+
+
+def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInputs:
+    """Word rows and marginals of every document (``weighting``: "bow" or "tfidf").
+
+    ``documents``: DOCUMENTS table (n rows, kept in their order); ``embeddings``: a table
+    with ``word`` and fixed-size-list ``vector`` columns holding every word of the
+    documents. "bow": L1-normalised counts. "tfidf": counts * ln(N / df) over these
+    documents, L1-normalised; a document whose words all have idf 0 has no mass and is
+    empty. Only words with positive weight are kept. Vectors become float64. A word
+    without a vector, a word listed twice or a non-finite vector is a WmdevalError.
+    """
+    if weighting not in ("bow", "tfidf"):
+        raise ValueError(f"unknown weighting {weighting!r} (expected 'bow' or 'tfidf')")
+    n = documents.num_rows
+    doc_ids = documents.column("doc_id").to_numpy().astype(np.int32)
+    words_col = documents.column("words").combine_chunks()
+    counts_col = documents.column("counts").combine_chunks()
+    lengths = pc.list_value_length(words_col).to_numpy(zero_copy_only=False).astype(np.int64)
+    if not np.array_equal(lengths, pc.list_value_length(counts_col).to_numpy(zero_copy_only=False)):
+        raise io.WmdevalError("documents: `words` and `counts` differ in length")
+    flat_words = pc.list_flatten(words_col)
+    counts = pc.list_flatten(counts_col).to_numpy(zero_copy_only=False).astype(np.float64)
+    doc_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+
+    vocabulary = embeddings.column("word").combine_chunks()
+    rows = pc.index_in(flat_words, value_set=vocabulary)
+    if rows.null_count:
+        first = int(np.flatnonzero(rows.is_null().to_numpy(zero_copy_only=False))[0])
+        raise io.WmdevalError(
+            f"word {flat_words[first].as_py()!r} of document {doc_ids[doc_of[first]]} "
+            "has no embedding"
+        )
+    rows = rows.to_numpy(zero_copy_only=False).astype(np.int64)
+    _check_distinct(rows, doc_of, len(vocabulary), doc_ids)
+
+    mass = counts
+    if weighting == "tfidf":
+        df = np.bincount(rows[counts > 0], minlength=len(vocabulary))
+        mass = counts * np.log(n / np.maximum(df[rows], 1))
+    keep = mass > 0
+    rows, mass, doc_of = rows[keep], mass[keep], doc_of[keep]
+    total = np.bincount(doc_of, weights=mass, minlength=n)
+    weights = mass / total[doc_of] if len(mass) else mass
+
+    # Keep only the embedding rows in use: smaller matrix, smaller per-row cost blocks.
+    used, flat_indices = np.unique(rows, return_inverse=True)
+    flat_indices = flat_indices.astype(np.int32)
+    vectors = _vector_matrix(embeddings.column("vector"))[used].astype(np.float64)
+    if not np.isfinite(vectors).all():
+        raise io.WmdevalError("embeddings: a vector has non-finite values")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc_of, minlength=n), out=offsets[1:])
+    indices = tuple(flat_indices[offsets[k] : offsets[k + 1]] for k in range(n))
+    marginals = tuple(weights[offsets[k] : offsets[k + 1]] for k in range(n))
+    return WmdInputs(
+        doc_ids=doc_ids,
+        words=np.asarray(vocabulary.take(pa.array(used)).to_pylist(), dtype=object),
+        vectors=vectors,
+        sq_norms=np.einsum("ij,ij->i", vectors, vectors),
+        offsets=offsets,
+        flat_indices=flat_indices,
+        indices=indices,
+        weights=marginals,
+        twin=_twins(indices, marginals),
+    )
+
+
+def _check_distinct(
+    rows: np.ndarray, doc_of: np.ndarray, n_words: int, doc_ids: np.ndarray
+) -> None:
+    # A word listed twice would be counted twice in df and be two points in the transport.
+    key = np.sort(doc_of * n_words + rows)
+    repeated = np.flatnonzero(key[1:] == key[:-1])
+    if len(repeated):
+        doc = doc_ids[key[repeated[0]] // n_words]
+        raise io.WmdevalError(f"document {doc} lists the same word twice")
+
+
+def _vector_matrix(column: pa.ChunkedArray) -> np.ndarray:
+    array = column.combine_chunks()
+    dim = array.type.list_size
+    return array.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+
+def _twins(indices: tuple[np.ndarray, ...], weights: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Class number of each document's marginal (same words, same weights); -1 if empty."""
+    classes: dict[bytes, int] = {}
+    twin = np.full(len(indices), -1, dtype=np.int64)
+    for k, (idx, w) in enumerate(zip(indices, weights, strict=True)):
+        if len(idx):
+            twin[k] = classes.setdefault(idx.tobytes() + w.tobytes(), len(classes))
+    return twin
+
+
+def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
+    """The same documents in another order: document k of the result is ``order[k]``.
+
+    ``order``: int64 positions into ``inputs`` (the solve order of
+    :func:`~wmdeval.distances.wmd.pairs.solve_order`). Vectors and words are shared.
+    """
+    indices = tuple(inputs.indices[k] for k in order)
+    sizes = np.array([len(x) for x in indices], dtype=np.int64)
+    offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.concatenate(indices) if len(indices) else inputs.flat_indices[:0]
+    return WmdInputs(
+        doc_ids=inputs.doc_ids[order],
+        words=inputs.words,
+        vectors=inputs.vectors,
+        sq_norms=inputs.sq_norms,
+        offsets=offsets,
+        flat_indices=flat.astype(np.int32),
+        indices=tuple(flat[offsets[k] : offsets[k + 1]] for k in range(len(order))),
+        weights=tuple(inputs.weights[k] for k in order),
+        twin=inputs.twin[order],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# One pair
+
+
+def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """Euclidean distances between embedding rows, float64 [len(rows_a), len(rows_b)].
+
+    ``rows_a``, ``rows_b``: integer rows into ``inputs.vectors``, e.g. ``inputs.indices[i]``.
+    Squared-norm expansion |a|^2 + |b|^2 - 2 a.b (one matrix product), clipped at 0
+    before the square root. A word's distance to itself is set to exactly 0: the
+    expansion can leave ~1e-8 there (the square root of a rounding error).
+    """
+    rows_a = np.asarray(rows_a)
+    rows_b = np.asarray(rows_b)
+    costs = _distances(
+        inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
+        inputs.sq_norms[rows_a],
+        inputs.sq_norms[rows_b],
+    )
+    costs[rows_a[:, None] == rows_b[None, :]] = 0.0
+    return costs
+
+
+def _distances(products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
+    """sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0)), computed in place in ``products``.
+
+    In place because the per-row cost matrices of solve_block can be tens of MB.
+    """
+    d = products
+    d *= -2.0
+    d += sq_a[:, None]
+    d += sq_b[None, :]
+    np.maximum(d, 0.0, out=d)
+    return np.sqrt(d, out=d)
+
+
+def wmd_pair(inputs: WmdInputs, i: int, j: int) -> float:
+    """Exact WMD of documents i and j (positions in ``inputs``), symmetric.
+
+    NaN if either is empty; exactly 0.0 for documents with identical marginals. A
+    network simplex that stops short of optimality is a WmdevalError.
+    """
+    a, b = inputs.weights[i], inputs.weights[j]
+    if not len(a) or not len(b):
+        return float("nan")
+    if inputs.twin[i] == inputs.twin[j]:
+        return 0.0
+    return _wmd(a, b, cost_matrix(inputs, inputs.indices[i], inputs.indices[j]))
+
+
+def _wmd(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
+    """Optimal transport cost between marginals a and b (both non-empty, summing to 1)."""
+    # One word on one side: its whole mass goes to every word of the other side.
+    if len(a) == 1:
+        return float(np.dot(b, cost[0]))
+    if len(b) == 1:
+        return float(np.dot(a, cost[:, 0]))
+    # emd_c is what ot.emd2 calls once it has converted and checked its inputs. Called
+    # directly it skips ~75 us of Python per pair (ot.emd2 takes ~80 us on a 10 x 10
+    # problem, emd_c ~6 us). It wants contiguous float64 arrays.
+    _, value, _, _, code = emd_c(a, b, cost, MAX_ITER, 1)
+    if code != _OPTIMAL:
+        failure = _FAILURES.get(code, f"result code {code}")
+        raise io.WmdevalError(f"network simplex did not reach optimality: {failure}")
+    return float(value)
+
+
+def transport(
+    inputs: WmdInputs, i: int, j: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(plan, cost, words_i, words_j): the optimal transport of one pair, via ``ot.emd``.
+
+    ``plan`` and ``cost`` are float64 [u_i, u_j] (plan sums to 1, ``(plan * cost).sum()``
+    is the WMD up to rounding); ``words_i`` [u_i] and ``words_j`` [u_j] label their rows
+    and columns. An empty document is a WmdevalError (it has no plan).
+    """
+    a, b = inputs.weights[i], inputs.weights[j]
+    if not len(a) or not len(b):
+        raise io.WmdevalError(
+            f"document {inputs.doc_ids[i] if not len(a) else inputs.doc_ids[j]} is empty"
+        )
+    cost = cost_matrix(inputs, inputs.indices[i], inputs.indices[j])
+    plan = ot.emd(a, b, cost, numItermax=MAX_ITER)
+    return plan, cost, inputs.words[inputs.indices[i]], inputs.words[inputs.indices[j]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Solving a block
+
+
+def solve_block(
+    inputs: WmdInputs,
+    block: int,
+    n_blocks: int,
+    threads: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    n_rows: int | None = None,
+) -> pa.Table:
+    """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_BLOCK table.
+
+    ``inputs`` are in solve order, ``n_rows`` as in
+    :func:`~wmdeval.distances.wmd.pairs.plan_blocks`. One row per pair of the block, in
+    rank order (i, then j ascending): ``i`` < ``j`` int32 positions in ``inputs``,
+    ``distance`` float64, NaN where a document is empty. Rows of the pair grid are
+    independent tasks for ``threads`` worker threads (the network simplex runs without
+    the GIL); results do not depend on the thread count, nor on the block layout.
+    ``progress(pairs_done, pairs_total)`` is called every PROGRESS_SECONDS and at the end.
+    """
+    if not 0 <= block < n_blocks:
+        raise ValueError(f"block {block} is not in 0..{n_blocks - 1}")
+    if threads < 1:
+        raise ValueError("threads must be >= 1")
+    start, stop = plan_blocks(inputs.sizes, n_blocks, n_rows)[block]
+    segments = row_segments(inputs.n, start, stop, n_rows)
+    n_pairs = stop - start
+    i_out = np.empty(n_pairs, dtype=np.int32)
+    j_out = np.empty(n_pairs, dtype=np.int32)
+    d_out = np.empty(n_pairs, dtype=np.float64)
+    for i, j0, j1, offset in segments:
+        i_out[offset : offset + j1 - j0] = i
+        j_out[offset : offset + j1 - j0] = np.arange(j0, j1)
+
+    last_doc = _last_document_of_each_word(inputs)
+    done = [0] * len(segments)  # pairs finished per segment; each slot has one writer
+    # Set when solving stops early (an error, Ctrl-C): running rows return after their
+    # current pair instead of the pool finishing every row before the job can end.
+    stop = threading.Event()
+
+    def work(k: int) -> None:
+        i, j0, j1, offset = segments[k]
+        out = d_out[offset : offset + j1 - j0]
+        _solve_row(inputs, last_doc, i, j0, j1, out, done, k, stop)
+
+    # One BLAS thread: parallelism comes from our threads, and the row blocks' matrix
+    # products then take the same code path whatever the job's environment says.
+    with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        pending = {pool.submit(work, k) for k in range(len(segments))}
+        try:
+            while pending:
+                finished, pending = wait(
+                    pending, timeout=PROGRESS_SECONDS, return_when=FIRST_EXCEPTION
+                )
+                for future in finished:
+                    if future.exception() is not None:
+                        raise future.exception()
+                if progress is not None and pending:
+                    progress(sum(done), n_pairs)
+        except BaseException:
+            stop.set()
+            for future in pending:
+                future.cancel()
+            raise
+    if progress is not None:
+        progress(n_pairs, n_pairs)
+    return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_BLOCK)
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    # Finding the loaded BLAS libraries takes milliseconds; do it once per process.
+    return ThreadpoolController()
+
+
+def _last_document_of_each_word(inputs: WmdInputs) -> np.ndarray:
+    last = np.full(len(inputs.vectors), -1, dtype=np.int64)
+    np.maximum.at(last, inputs.flat_indices, np.repeat(np.arange(inputs.n), inputs.sizes))
+    return last
+
+
+def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distances from the words of document i to the words of the documents after it.
+
+    Returns (costs float64 [u_i, m], column of every vocabulary word in ``costs``, -1
+    if absent). One matrix product per row instead of one per pair: less arithmetic,
+    since documents share words. Its columns depend on i only, never on which part
+    of the row a block or thread solves, so no entry's rounding depends on the layout
+    (BLAS may round an entry differently in a product of another shape).
+    """
+    rows_i = inputs.indices[i]
+    later = np.flatnonzero(last_doc > i)
+    column = np.full(len(inputs.vectors), -1, dtype=np.int64)
+    column[later] = np.arange(len(later))
+    costs = _distances(
+        inputs.vectors[rows_i] @ inputs.vectors[later].T,
+        inputs.sq_norms[rows_i],
+        inputs.sq_norms[later],
+    )
+    also_later = np.flatnonzero(column[rows_i] >= 0)
+    costs[also_later, column[rows_i[also_later]]] = 0.0  # a word's distance to itself
+    return costs, column
+
+
+def _solve_row(
+    inputs: WmdInputs,
+    last_doc: np.ndarray,
+    i: int,
+    j0: int,
+    j1: int,
+    out: np.ndarray,
+    done: list[int],
+    slot: int,
+    stop: threading.Event | None = None,
+) -> None:
+    """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set)."""
+    a = inputs.weights[i]
+    if not len(a):
+        out[:] = np.nan
+        done[slot] = j1 - j0
+        return
+    costs, column = _row_costs(inputs, last_doc, i)
+    lo, hi = inputs.offsets[j0], inputs.offsets[j1]
+    columns = column[inputs.flat_indices[lo:hi]]  # the cost columns of documents j0..j1-1
+    bounds = (inputs.offsets[j0 : j1 + 1] - lo).tolist()
+    is_twin = (inputs.twin[j0:j1] == inputs.twin[i]).tolist()
+    for k, j in enumerate(range(j0, j1)):
+        if stop is not None and stop.is_set():
+            return
+        b = inputs.weights[j]
+        if not len(b):
+            out[k] = np.nan
+        elif is_twin[k]:
+            out[k] = 0.0
+        else:
+            out[k] = _wmd(a, b, costs.take(columns[bounds[k] : bounds[k + 1]], axis=1))
+        done[slot] = k + 1

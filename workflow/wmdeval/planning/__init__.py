@@ -1,0 +1,1 @@
+"""What the workflow's scheduler needs while planning: resources of jobs (no POT)."""

@@ -1,0 +1,70 @@
+"""Memory and run time of the WMD jobs, for the workflow's scheduler.
+
+``workflow/rules/common.smk`` imports this module while Snakemake plans the run, once per
+job, so it reads at most the documents' word lists and imports only numpy, pyarrow and
+the work model of the block plan (:mod:`wmdeval.distances.wmd.pairs`): never POT.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..distances.wmd.pairs import SECONDS_PER_UNIT, document_work, row_work
+
+
+@functools.lru_cache(maxsize=64)
+def _document_sizes(path: str, mtime_ns: int) -> np.ndarray:
+    # Cached per file version: Snakemake asks once per block job, and a matrix has many.
+    words = pq.read_table(path, columns=["words"]).column("words")
+    return pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+def block_resources(
+    documents_path, n_blocks: int, threads: int, attempt: int = 1
+) -> dict[str, int]:
+    """``{"mem_mb": int, "runtime": int (minutes)}`` of one block job, from the work it holds.
+
+    Uses the work model of the block plan: a block holds 1/n_blocks of the estimated
+    work of all n(n-1)/2 pairs (a one-fold dataset's skipped pairs are not subtracted).
+    Generous on purpose (3x the fitted time, as clusters' cores are often slower than
+    the machine it was fitted on), and doubled per retry (``attempt`` 1, 2, ...). Before
+    the documents exist (a dry run), a nominal request.
+    """
+    try:
+        stat = os.stat(documents_path)
+    except OSError:
+        return {"mem_mb": 1000 * attempt, "runtime": 60 * attempt}
+    sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
+    n = len(sizes)
+    pairs = n * (n - 1) / 2
+    units = row_work(document_work(sizes)).sum()
+    seconds = units * SECONDS_PER_UNIT / n_blocks / max(threads * 0.9, 1.0)
+    runtime = int(np.ceil(5 + 3 * seconds / 60))
+    # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors
+    mem_mb = int(np.ceil(400 + 40 * pairs / n_blocks / 1e6 + 30 * stat.st_size / 1e6))
+    factor = 2 ** (attempt - 1)
+    return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
+
+
+def gather_mem_mb(documents_path) -> int:
+    """Memory (MB) of the gather job: the float32 n x n matrix about three times over.
+
+    2000 before the documents exist (a dry run) or when the file is not Parquet.
+    """
+    try:
+        n = pq.read_metadata(documents_path).num_rows
+    except (OSError, pa.ArrowInvalid):
+        return 2000
+    return int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
+
+
+def matrix_job_mem_mb(documents_path, attempt: int = 1) -> int:
+    """Memory (MB) of a job that holds a variant's distance matrices plus a float64 working
+    block: the gather job's memory and 2000 more, times ``attempt``."""
+    return (gather_mem_mb(documents_path) + 2000) * attempt
