@@ -1,6 +1,8 @@
 # wmdeval: the kNN document-classification benchmark of Word Mover's Distance against
 # BOW and TF-IDF baselines, as re-evaluated by Sato, Yamada and Kashima (ICML 2022).
-# The stages below follow the experiment of docs/protocol.md in order.
+# The stages below follow the experiment of docs/protocol.md in order. Each rule's shell line
+# is `wmdeval <command>`; workflow/wmdeval/cli.py maps every command to the function it runs
+# (docs/architecture.md draws the package's layers).
 
 
 configfile: "config/config.yaml"
@@ -10,21 +12,23 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-# 0. Downloads: remote files into resources/, checksummed
+# 0. Downloads: remote files into resources/, checksummed (code: wmdeval/ingest/download.py)
 include: "workflow/rules/download.smk"
-# 1. Datasets: corpora -> documents + train/test splits; embeddings
+# 1. Datasets: corpora -> documents + train/test splits; embeddings (code: wmdeval/ingest/)
 include: "workflow/rules/ingest.smk"
-# 2. Duplicates: exact duplicate groups and the clean variant
+# 2. Duplicates: exact duplicate groups and the clean variant (wmdeval/cleaning/duplicates.py)
 include: "workflow/rules/duplicates.smk"
-# 3. Vocabulary: out-of-vocabulary filter, variants
+# 3. Vocabulary: out-of-vocabulary filter, variants (code: wmdeval/cleaning/vocabulary.py)
 include: "workflow/rules/vocabulary.smk"
 # 4. Distances: WMD and WMD-TF-IDF, exact optimal transport solved in stored blocks
+#    (code: wmdeval/distances/; job resources: wmdeval/planning/)
 include: "workflow/rules/distances.smk"
 # 5. Classifiers: kNN and weighted kNN tuned on validation, every method and fold
+#    (code: wmdeval/classification/)
 include: "workflow/rules/evaluate.smk"
-# 6. Outputs: scores, the paper's tables and figures
+# 6. Outputs: scores, the paper's tables and figures (code: wmdeval/reporting/)
 include: "workflow/rules/report.smk"
-# 7. Beyond the paper: how different are the distances really?
+# 7. Beyond the paper: how different are the distances really? (code: wmdeval/analyses/)
 include: "workflow/rules/analysis.smk"
 
 
