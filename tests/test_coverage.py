@@ -3,6 +3,8 @@ the run (wmdeval.core.coverage), and a run whose input files are missing stops b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -12,6 +14,8 @@ from wmdeval.core import io, schemas
 from wmdeval.core.coverage import parse_expected, require_exact_coverage, with_method_column
 from wmdeval.reporting import figures
 from wmdeval.reporting import tables as report
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def rows(*keys: tuple[str, str]) -> pa.Table:
@@ -312,3 +316,18 @@ def test_a_missing_local_file_is_one_line_naming_the_key(tmp_path, monkeypatch):
     )
     (tmp_path / "there.mat").write_bytes(b"")
     wconfig.missing_local_files(_config(there={"format": "kusner-mat", "path": "there.mat"}))
+
+
+def test_the_tables_job_writes_exactly_the_files_its_rule_declares(tmp_path):
+    """report.smk's outputs are the package's TABLES (a .csv and a .md each): every file
+    run_tables writes is declared, and every declared file is written."""
+    path = tmp_path / "scores.parquet"
+    io.write_table(
+        scores(("a", "original", "BOW (L1/L1)"), ("a", "original", "WMD")), path, schemas.SCORES
+    )
+    report.run_tables(path, tmp_path / "tables", expect_scores(["a"]))
+    written = {p.name for p in (tmp_path / "tables").iterdir()}
+    declared = {f"{spec.name}.{suffix}" for spec in report.TABLES for suffix in ("csv", "md")}
+    assert written == declared
+    rules = (REPO / "workflow" / "rules" / "report.smk").read_text()
+    assert "for table in PAPER_TABLES" in rules and "TABLES = [" not in rules

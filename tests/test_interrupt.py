@@ -121,18 +121,19 @@ WRITER = textwrap.dedent("""
     from wmdeval import cli
     from wmdeval.core import io
 
-    def write_then_signal(args):
-        with io.atomic_path(args.out) as tmp:
+    def write_then_signal(out, which):
+        with io.atomic_path(out) as tmp:
             tmp.write_text("half of it")
-            os.kill(os.getpid(), getattr(signal, args.signal))
+            os.kill(os.getpid(), getattr(signal, which))
             time.sleep(30)  # the signal ends the job first
             tmp.write_text("all of it")
 
-    def arguments(parser):
-        parser.add_argument("--out", required=True)
-        parser.add_argument("--signal", required=True)
+    class HereCommand(cli.Command):
+        def resolve(self):
+            return write_then_signal
 
-    cli.command("write-then-signal", "test")(write_then_signal)(arguments)
+    cli.COMMANDS = (HereCommand("write-then-signal", "", "test", (
+        cli.path("--out", "out"), cli.path("--signal", "which"))),)
     sys.exit(cli.main(sys.argv[1:]))
 """)
 

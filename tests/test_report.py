@@ -319,13 +319,15 @@ def test_run_figure5_computes_bow_on_the_matrix_documents(tmp_path):
     assert np.isnan(bow[3]).all() and np.isnan(bow[:, 3]).all()
     io.write_distances(np.where(np.isnan(bow), np.nan, bow * 0.9), doc_ids,
                        tmp_path / "wmd.parquet")
-    png, svg = figures.run_figure5([("toy", tmp_path / "wmd.parquet",
-                                     tmp_path / "documents.parquet")], tmp_path / "fig5.png")
+    png, svg = figures.draw_figure5([("toy", tmp_path / "wmd.parquet",
+                                     tmp_path / "documents.parquet")], tmp_path / "fig5.png",
+                                    max_points=20000, seed=0)
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
     # With a PCA matrix per dataset (here the same file) a second block is drawn.
-    with_pca = figures.run_figure5([("toy", tmp_path / "wmd.parquet",
+    with_pca = figures.draw_figure5([("toy", tmp_path / "wmd.parquet",
                                      tmp_path / "documents.parquet", tmp_path / "wmd.parquet")],
-                                   tmp_path / "fig5_pca.png", full_dim=300, pca_dim=5)
+                                   tmp_path / "fig5_pca.png", max_points=20000, seed=0,
+                                   full_dim=300, pca_dim=5)
     assert with_pca[0].stat().st_size > png.stat().st_size
 
 
@@ -488,7 +490,7 @@ def test_run_figure4_from_files_one_fold_with_pca(tmp_path):
                                tmp_path / "splits.parquet", tmp_path / "wmd.parquet",
                                tmp_path / "embeddings.parquet", tmp_path / "pca.parquet",
                                tmp_path / "wmd_pca.parquet")
-    png, svg = figures.run_figure4([item], tmp_path / "fig4.png", max_documents=3)
+    png, svg = figures.draw_figure4([item], tmp_path / "fig4.png", max_documents=3)
     assert png.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg.read_bytes()
     assert figures.embedding_dimension(tmp_path / "pca.parquet") == 2
 

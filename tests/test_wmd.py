@@ -288,6 +288,8 @@ def test_stored_units_gather_to_the_same_bytes_for_any_count_and_match_emd2(tmp_
                         "bow",
                         "--block",
                         f"{k}-of-{n_blocks}",
+                        "--threads",
+                        "1",
                         "--out",
                         path,
                     ]

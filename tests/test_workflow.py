@@ -450,7 +450,7 @@ def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
               results / d / "original" / "distances" / f"wmd-pca{dim}.parquet")
              for d in _demo_datasets(finished_run)]
     embeddings = results / items[0][0] / "vectors" / "embeddings.parquet"
-    png, _ = figures.run_figure5(
+    png, _ = figures.draw_figure5(
         items, tmp_path / "figure5.png", max_points=config["report"]["scatter_points"],
         seed=config["report"]["seed"], full_dim=figures.embedding_dimension(embeddings),
         pca_dim=dim)

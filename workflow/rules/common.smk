@@ -6,6 +6,7 @@ import sys
 from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
 from wmdeval.core.io import WmdevalError
+from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.methods import (
     BASELINES,
     METHODS,
@@ -156,6 +157,9 @@ def block_resources(documents, block, threads, attempt):
 
 
 PCA_DIMS = config["pca_dims"]
+
+# The paper's tables the tables job writes (a .csv and a .md each): the package's list.
+PAPER_TABLES = [spec.name for spec in PAPER_TABLE_SPECS]
 
 
 def figure_inputs(wildcards):

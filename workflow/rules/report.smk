@@ -1,17 +1,5 @@
 # Stage 6: results/scores.parquet, the paper's tables and figures.
 
-TABLES = [
-    "table2",
-    "table3",
-    "table4",
-    "table5",
-    "table6",
-    "table6_clean",
-    "table7",
-    "table8",
-    "table8_clean",
-]
-
 
 rule collect_scores:
     input:
@@ -72,9 +60,9 @@ rule tables:
                 caption=f"../report/{table}.rst",
                 category="Tables",
             )
-            for table in TABLES
+            for table in PAPER_TABLES
         ],
-        [f"results/tables/{table}.md" for table in TABLES],
+        [f"results/tables/{table}.md" for table in PAPER_TABLES],
     log:
         logged("tables/paper"),
     benchmark:
@@ -153,11 +141,13 @@ rule figure4:
             if PCA_DIMS
             else ""
         ),
+        max_documents=config["report"]["figure4_documents"],
         seed=config["report"]["seed"],
     shell:
         "wmdeval figure4 --datasets {params.datasets} --documents {input.documents}"
         " --splits {input.splits} --matrices {input.matrices}"
-        " --embeddings {input.embeddings} {params.pca} --seed {params.seed}"
+        " --embeddings {input.embeddings} {params.pca}"
+        " --max-documents {params.max_documents} --seed {params.seed}"
         " --out {output.png} 2> {log}"
 
 

@@ -1,44 +1,43 @@
-"""``wmdeval <stage> ...``: the one entry point every Snakemake rule calls.
+"""``wmdeval <command> ...``: the one entry point every Snakemake rule calls.
 
-Each sub-command parses its arguments and calls one ``run_*`` function of a stage
-module; modules are imported lazily so a job pays only for what it uses. A
-WmdevalError (bad input) ends the job with one line on stderr and exit status 1.
+:data:`COMMANDS` is the whole CLI, one row per command: its name, the package function it
+runs, and the arguments, each passed to that function as the keyword argument ``dest``.
+Functions are imported when their command runs, so a job pays only for what it uses.
+An optional argument left out is not passed, so the function's own default applies;
+arguments that are config knobs have no default here, because the rules pass the config's
+value (docs/architecture.md "Where a default lives"). A job's log starts with its command
+line, so any job can be rerun by hand. A WmdevalError (bad input) ends the job with one
+line on stderr and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 import logging
 import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .core.io import WmdevalError
 
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
+# ---------------------------------------------------------------------- argument types
 
 
-def command(name: str, help_text: str):
-    def register(run: Callable):
-        def decorate(arguments: Callable[[argparse.ArgumentParser], None]):
-            COMMANDS[name] = (help_text, arguments, run)
-            return arguments
-
-        return decorate
-
-    return register
-
-
-def _json(text: str):
+def json_value(text: str) -> Any:
+    """A JSON argument: a config entry, a list, true/false, null."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
-def _expected(text: str) -> dict[str, list[str]]:
+def expected_coverage(text: str) -> dict[str, list[str]]:
     """``--expect``: what an aggregating job covers (see wmdeval.core.coverage)."""
     from .core.coverage import parse_expected
 
@@ -48,15 +47,8 @@ def _expected(text: str) -> dict[str, list[str]]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _expect_argument(p, name: str = "--expect", what: str = "the input",
-                     required: bool = False) -> None:
-    p.add_argument(name, type=_expected, default=None, required=required,
-                   help=f"what {what} must cover exactly: {{column: [values]}} as JSON; "
-                        "every combination must have rows, and no other")
-
-
-def _block(text: str) -> tuple[int, int]:
-    """A WMD work unit's name '3-of-8' -> (2, 8), 0-based."""
+def block_name(text: str) -> tuple[int, int]:
+    """A WMD work unit's name "3-of-8" -> (block 2, of 8 blocks), 0-based."""
     try:
         item, total = text.split("-of-")
         item, total = int(item), int(total)
@@ -67,436 +59,356 @@ def _block(text: str) -> tuple[int, int]:
     return item - 1, total
 
 
-# ------------------------------------------------------------------------------ stages
-def _ingest(a):
-    from .ingest.corpora import run_ingest
-
-    run_ingest(a.spec, a.documents, a.splits)
-
-
-@command("ingest", "read a corpus into documents and splits tables")(_ingest)
-def _(p):
-    p.add_argument("--spec", type=_json, required=True, help="the dataset's config (JSON)")
-    p.add_argument("--documents", required=True)
-    p.add_argument("--splits", required=True)
-
-
-def _download(a):
-    from .ingest.download import run_download
-
-    run_download(a.url, None if a.sha256 in ("null", "") else a.sha256, a.out, a.lock_file)
-
-
-@command("download", "download a file with resume, retries and checksum")(_download)
-def _(p):
-    p.add_argument("--url", required=True)
-    p.add_argument("--sha256", default="null", help="expected SHA-256, or null")
-    p.add_argument("--lock-file", default=None, help="where unpinned checksums are recorded")
-    p.add_argument("--out", required=True)
-
-
-def _extract(a):
-    from .ingest.download import run_extract
-
-    run_extract(a.archive, a.member, a.out)
-
-
-@command("extract", "take one file out of a zip or .gz archive")(_extract)
-def _(p):
-    p.add_argument("--archive", required=True)
-    p.add_argument("--member", default=None)
-    p.add_argument("--out", required=True)
-
-
-def _ingest_kusner(a):
-    from .ingest.kusner import run_kusner
-
-    run_kusner(a.mat, a.normalize, a.documents, a.splits, a.embeddings, a.report, a.dataset)
-
-
-@command("ingest-kusner", "read a Kusner et al. .mat file")(_ingest_kusner)
-def _(p):
-    for name in ("--mat", "--dataset", "--documents", "--splits", "--embeddings", "--report"):
-        p.add_argument(name, required=True)
-    p.add_argument("--normalize", type=_json, default=False)
-
-
-def _train(a):
-    from .ingest.corpora import tokenized_corpus
-    from .ingest.embeddings import run_train
-
-    run_train([tokenized_corpus(s) for s in a.corpora], a.spec, a.out)
-
-
-@command("train-embeddings", "train the demo's Word2Vec on raw-text datasets")(_train)
-def _(p):
-    p.add_argument("--spec", type=_json, required=True, help="the embedding's config (JSON)")
-    p.add_argument("--corpora", type=_json, required=True, help="dataset configs (JSON list)")
-    p.add_argument("--out", required=True)
-
-
-def _lookup(a):
-    from .ingest.embeddings import run_lookup
-
-    run_lookup(a.documents, a.embedding, a.format, a.limit or None, a.normalize, a.out)
-
-
-@command("lookup-embeddings", "keep the vectors of the corpus vocabulary")(_lookup)
-def _(p):
-    p.add_argument("--documents", required=True)
-    p.add_argument("--embedding", required=True)
-    p.add_argument("--format", required=True)
-    p.add_argument("--limit", type=int, default=0, help="read at most N vectors; 0 = all")
-    p.add_argument("--normalize", type=_json, default=True)
-    p.add_argument("--out", required=True)
-
-
-def _duplicates(a):
-    from .cleaning.duplicates import run_duplicates
-
-    run_duplicates(a.documents, a.splits, a.dataset, a.seed, a.groups, a.summary, a.kept,
-                   near_path=a.near, near_max_l1=a.near_max_l1)
-
-
-@command("duplicates", "find duplicate groups and the clean variant's survivors")(_duplicates)
-def _(p):
-    for name in ("--documents", "--splits", "--dataset", "--groups", "--summary", "--kept"):
-        p.add_argument(name, required=True)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--near", default=None, help="also write near-duplicate pairs here")
-    p.add_argument("--near-max-l1", type=float, default=0.1)
-
-
-def _filter(a):
-    from .cleaning.vocabulary import run_filter
-
-    run_filter(a.documents, a.embeddings, a.dataset, a.min_df, a.max_words_per_doc,
-               a.out_documents, a.report)
-
-
-@command("filter-oov", "drop out-of-vocabulary words, bound document size")(_filter)
-def _(p):
-    for name in ("--documents", "--embeddings", "--dataset", "--out-documents", "--report"):
-        p.add_argument(name, required=True)
-    p.add_argument("--min-df", type=int, default=1)
-    p.add_argument("--max-words-per-doc", type=_json, default=None)
-
-
-def _select(a):
-    from .cleaning.vocabulary import run_select
-
-    run_select(a.documents, a.splits, a.kept, a.out_documents, a.out_splits)
-
-
-@command("select-variant", "restrict documents and splits to a variant")(_select)
-def _(p):
-    for name in ("--documents", "--splits", "--out-documents", "--out-splits"):
-        p.add_argument(name, required=True)
-    p.add_argument("--kept", default=None, help="doc ids to keep (Parquet); absent = all")
-
-
-def _wmd_block(a):
-    from .distances.wmd.blocks import run_block
-
-    block, n_blocks = a.block
-    run_block(a.documents, a.embeddings, a.weighting, block, n_blocks, a.threads, a.out,
-              splits_path=a.splits)
-
-
-@command("wmd-block", "solve one stored block (work unit) of a WMD matrix")(_wmd_block)
-def _(p):
-    for name in ("--documents", "--embeddings", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--weighting", choices=("bow", "tfidf"), required=True)
-    p.add_argument("--block", type=_block, required=True, help="N-of-M (1-based)")
-    p.add_argument("--splits", default=None,
-                   help="splits of a one-fold dataset: its test x test pairs are skipped")
-    p.add_argument("--threads", type=int, default=1)
-
-
-def _wmd_gather(a):
-    from .distances.wmd.blocks import run_gather
-
-    run_gather(a.documents, a.blocks, a.out, a.method, splits_path=a.splits)
-
-
-@command("wmd-gather", "assemble WMD blocks into a distance matrix")(_wmd_gather)
-def _(p):
-    for name in ("--documents", "--out", "--method"):
-        p.add_argument(name, required=True)
-    p.add_argument("--blocks", nargs="+", required=True)
-    p.add_argument("--splits", default=None,
-                   help="splits of a one-fold dataset: its test x test pairs are skipped")
-
-
-def _wmd_subset(a):
-    from .distances.wmd.blocks import run_subset
-
-    run_subset(a.matrix, a.documents, a.out)
-
-
-@command("wmd-subset", "take a variant's rows and columns of a matrix")(_wmd_subset)
-def _(p):
-    for name in ("--matrix", "--documents", "--out"):
-        p.add_argument(name, required=True)
-
-
-def _project(a):
-    from .distances.pca import run_project
-
-    run_project(a.embeddings, a.documents, a.dim, a.out)
-
-
-@command("project-pca", "project the embeddings to fewer dimensions by PCA")(_project)
-def _(p):
-    for name in ("--embeddings", "--documents", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--dim", type=int, required=True)
-
-
-def _evaluate(a):
-    from .classification.knn import run_evaluate
-
-    run_evaluate(a.documents, a.splits, a.wmd, a.settings, a.dataset, a.variant, a.out)
-
-
-@command("evaluate", "kNN and wkNN for all methods and folds")(_evaluate)
-def _(p):
-    for name in ("--documents", "--splits", "--dataset", "--variant", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--wmd", type=_json, default={}, help="{method slug: matrix path} (JSON)")
-    p.add_argument("--settings", type=_json, required=True, help="evaluation config (JSON)")
-
-
-def _wmd_vs_bow(a):
-    from .analyses.wmd_vs_bow import run_analysis
-
-    run_analysis(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out,
-                 max_pairs=a.max_pairs, seed=a.seed)
-
-
-@command("wmd-vs-bow", "correlation and nearest-neighbour agreement of WMD and BOW")(_wmd_vs_bow)
-def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--max-pairs", type=int, default=1_000_000,
-                   help="pairs sampled (seeded) for Spearman's correlation")
-
-
-def _wmd_vs_bow_table(a):
-    from .analyses.wmd_vs_bow import run_analysis_table
-
-    run_analysis_table(a.inputs, a.csv, a.md, a.expect)
-
-
-@command("wmd-vs-bow-table", "combine the WMD-vs-BOW analyses")(_wmd_vs_bow_table)
-def _(p):
-    _table_arguments(p)
-
-
-def _analysis_arguments(p, *extra: str) -> None:
-    """The arguments every per-dataset analysis takes."""
-    for name in ("--documents", "--splits", "--dataset", "--variant", "--out", *extra):
-        p.add_argument(name, required=True)
-    p.add_argument("--wmd", type=_json, required=True, help="{method slug: matrix path} (JSON)")
-    p.add_argument("--seed", type=int, default=0)
-
-
-def _table_arguments(p) -> None:
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
-    _expect_argument(p, what="the inputs (dataset, variant, method)")
-
-
-def _name_and_path(text: str) -> tuple[str, str]:
+def name_and_path(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` -> (name, path)."""
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
         raise argparse.ArgumentTypeError(f"expected NAME=PATH, got '{text}'")
     return name, path
 
 
-def _analyses(a):
-    from .analyses.per_variant import run_analyses
-
-    run_analyses(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.settings, dict(a.out),
-                 a.seed)
+def checksum(text: str) -> str | None:
+    """A SHA-256, or "null" (or nothing) for a file not pinned yet."""
+    return None if text in ("null", "") else text
 
 
-@command("analyses", "N2O, crossmatch, corpus distances and KSC of one dataset variant")(
-    _analyses)
-def _(p):
-    for name in ("--documents", "--splits", "--dataset", "--variant"):
-        p.add_argument(name, required=True)
-    p.add_argument("--wmd", type=_json, required=True, help="{method slug: matrix path} (JSON)")
-    p.add_argument("--settings", type=_json, required=True,
-                   help="{analysis: its settings} as under analyses: in the config (JSON)")
-    p.add_argument("--out", type=_name_and_path, action="append", required=True,
-                   metavar="NAME=PATH", help="an analysis to run and its Parquet table")
-    p.add_argument("--seed", type=int, default=0)
+def vector_limit(text: str) -> int | None:
+    """At most N vectors read; 0 = all."""
+    return int(text) or None
 
 
-def _n2o_report(a):
-    from .analyses.n2o import run_n2o_report
-
-    run_n2o_report(a.inputs, a.heatmap, a.csv, a.md, expected=a.expect)
+# ---------------------------------------------------------------------- the table
 
 
-@command("n2o-report", "N2O heatmaps and the robustness table")(_n2o_report)
-def _(p):
-    _table_arguments(p)
-    p.add_argument("--heatmap", required=True)
+@dataclass(frozen=True)
+class Arg:
+    """One argument: ``--flag`` on the command line, ``dest`` in the function's call.
+
+    ``dest`` may name two parameters when ``type`` returns a pair (``--block 3-of-8`` ->
+    ``block=2, n_blocks=8``); ``collect`` turns repeated values into one (``dict``).
+    """
+
+    flag: str
+    dest: str | tuple[str, ...]
+    help: str = ""
+    type: Callable[[str], Any] = str
+    required: bool = True
+    nargs: str | None = None
+    repeat: bool = False
+    collect: Callable | None = None
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        options: dict[str, Any] = {"help": self.help, "type": self.type,
+                                   "dest": self.flag.lstrip("-").replace("-", "_")}
+        if self.nargs:
+            options["nargs"] = self.nargs
+        if self.repeat:
+            options["action"] = "append"
+        if self.required:
+            options["required"] = True
+        else:  # absent -> not passed: the function's default applies
+            options["default"] = argparse.SUPPRESS
+        parser.add_argument(self.flag, **options)
+
+    def keywords(self, namespace: argparse.Namespace) -> dict[str, Any]:
+        key = self.flag.lstrip("-").replace("-", "_")
+        if not hasattr(namespace, key):
+            return {}
+        value = getattr(namespace, key)
+        if self.collect is not None:
+            value = self.collect(value)
+        if isinstance(self.dest, tuple):
+            return dict(zip(self.dest, value, strict=True))
+        return {self.dest: value}
 
 
-def _crossmatch_table(a):
-    from .analyses.crossmatch import run_crossmatch_table
+@dataclass(frozen=True)
+class Command:
+    """A sub-command: runs ``function`` ("module:name" under wmdeval) with its arguments."""
 
-    run_crossmatch_table(a.inputs, a.csv, a.md, a.expect)
+    name: str
+    function: str
+    help: str
+    arguments: tuple[Arg, ...]
 
+    def resolve(self) -> Callable:
+        module, _, name = self.function.partition(":")
+        return getattr(importlib.import_module(f"wmdeval.{module}"), name)
 
-@command("crossmatch-table", "combine crossmatch results")(_crossmatch_table)
-def _(p):
-    _table_arguments(p)
-
-
-def _corpus_distance_table(a):
-    from .analyses.corpus_distance import run_corpus_distance_table
-
-    run_corpus_distance_table(a.inputs, a.csv, a.md, a.expect)
-
-
-@command("corpus-distance-table", "combine corpus distances")(_corpus_distance_table)
-def _(p):
-    _table_arguments(p)
+    def run(self, namespace: argparse.Namespace) -> None:
+        keywords: dict[str, Any] = {}
+        for argument in self.arguments:
+            keywords.update(argument.keywords(namespace))
+        self.resolve()(**keywords)
 
 
-def _ksc_report(a):
-    from .analyses.corpus_distance import run_ksc_report
-
-    run_ksc_report(a.inputs, a.figures, a.csv, a.md, a.expect)
+def path(flag: str, dest: str, help: str = "", **options) -> Arg:
+    return Arg(flag, dest, help, **options)
 
 
-@command("ksc-report", "KSC trajectory figures and how monotone each method's is")(_ksc_report)
-def _(p):
-    _table_arguments(p)
-    p.add_argument("--figures", nargs="+", required=True,
-                   help="one PNG per KSC table, in the order of --inputs")
+def expect(what: str, flag: str = "--expect", dest: str = "expected",
+           required: bool = False) -> Arg:
+    return Arg(flag, dest, f"what {what} must cover exactly: {{column: [values]}} as JSON; "
+               "every combination must have rows, and no other", expected_coverage, required)
 
 
-def _collect(a):
-    from .reporting.tables import run_collect
-
-    run_collect(a.scores, a.out, a.expect)
-
-
-@command("collect-scores", "concatenate per-dataset scores")(_collect)
-def _(p):
-    p.add_argument("--scores", nargs="*", required=True)
-    p.add_argument("--out", required=True)
-    _expect_argument(p, what="the scores (dataset, variant, method, classifier)")
+def table_outputs(what: str = "the inputs (dataset, variant, method)") -> tuple[Arg, ...]:
+    """The arguments of a job that combines per-variant tables into CSV and Markdown."""
+    return (path("--inputs", "paths", nargs="+"), path("--csv", "csv_path"),
+            path("--md", "md_path"), expect(what))
 
 
-def _tables(a):
-    from .reporting.tables import run_tables
+WMD_PATHS = Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON)", json_value)
+SEED = Arg("--seed", "seed", "seed of the job's random draws (from the config)", int)
+ONE_FOLD_SPLITS = Arg("--splits", "splits_path",
+                      "splits of a one-fold dataset: its test x test pairs are skipped",
+                      required=False)
 
-    run_tables(a.scores, a.out_dir, a.expect, a.allwords, a.expect_allwords)
-
-
-@command("tables", "write the paper's tables as CSV and Markdown")(_tables)
-def _(p):
-    p.add_argument("--scores", required=True)
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--allwords", default=None, help="scores with every word kept (Tables 4/5)")
-    _expect_argument(p, what="the scores (dataset, variant, method, classifier); its "
-                     "datasets are the columns, in order", required=True)
-    _expect_argument(p, "--expect-allwords", what="the all-words scores")
-
-
-def _summaries(a):
-    from .reporting.tables import run_summaries
-
-    run_summaries(a.inputs, a.csv, a.md, a.title, a.note, a.expect)
-
-
-@command("summary-table", "combine one-row Parquet reports into CSV + Markdown")(_summaries)
-def _(p):
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--csv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--title", required=True)
-    p.add_argument("--note", default="One row per dataset.")
-    _expect_argument(p, what="the rows (dataset, and variant where reported)")
-
-
-def _figure3(a):
-    from .reporting.figures import run_figure3
-
-    run_figure3(a.scores, a.out, a.variant, a.expect)
-
-
-@command("figure3", "bar chart of kNN errors")(_figure3)
-def _(p):
-    p.add_argument("--scores", required=True)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--out", required=True)
-    _expect_argument(p, what="the scores; its datasets are the panels, in order")
-
-
-def _figure4(a):
-    from .reporting.figures import Figure4Item, run_figure4
-
-    n = len(a.datasets)
-    pca_embeddings = a.pca_embeddings or [None] * n
-    pca_matrices = a.pca_matrices or [None] * n
-    items = [Figure4Item(*fields) for fields in zip(
-        a.datasets, a.documents, a.splits, a.matrices, a.embeddings, pca_embeddings,
-        pca_matrices, strict=True)]
-    run_figure4(items, a.out, max_documents=a.max_documents, seed=a.seed)
-
-
-@command("figure4", "histograms of matched-word distances over nearest neighbours")(_figure4)
-def _(p):
-    for name in ("--datasets", "--documents", "--splits", "--matrices", "--embeddings"):
-        p.add_argument(name, nargs="+", required=True, help="one per dataset")
-    p.add_argument("--pca-embeddings", nargs="+", default=None)
-    p.add_argument("--pca-matrices", nargs="+", default=None)
-    p.add_argument("--max-documents", type=int, default=2000,
-                   help="nearest-neighbour pairs per dataset (seeded sample)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True)
-
-
-def _figure5(a):
-    from .reporting.figures import embedding_dimension, run_figure5
-
-    pca = a.pca_matrices or [None] * len(a.datasets)
-    items = list(zip(a.datasets, a.matrices, a.documents, pca, strict=True))
-    full_dim = embedding_dimension(a.embeddings[0]) if a.embeddings else None
-    run_figure5(items, a.out, max_points=a.max_points, seed=a.seed, full_dim=full_dim,
-                pca_dim=a.pca_dim)
-
-
-@command("figure5", "scatter of WMD against BOW (L1/L1)")(_figure5)
-def _(p):
-    p.add_argument("--datasets", nargs="+", required=True)
-    p.add_argument("--matrices", nargs="+", required=True)
-    p.add_argument("--documents", nargs="+", required=True)
-    p.add_argument("--embeddings", nargs="+", default=None, help="to name the dimension")
-    p.add_argument("--pca-matrices", nargs="+", default=None)
-    p.add_argument("--pca-dim", type=int, default=None)
-    p.add_argument("--max-points", type=int, default=20000, help="pairs drawn per panel")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True)
-
+COMMANDS: tuple[Command, ...] = (
+    # 0 downloads
+    Command("download", "ingest.download:run_download",
+            "download a file with resume, retries and checksum", (
+                path("--url", "url"),
+                Arg("--sha256", "sha256", "expected SHA-256, or null", checksum),
+                path("--lock-file", "lock_file", "where unpinned checksums are recorded"),
+                path("--out", "out_path"))),
+    Command("extract", "ingest.download:run_extract",
+            "take one file out of a zip or .gz archive", (
+                path("--archive", "archive"),
+                path("--member", "member", "the archive member (none for .gz)", required=False),
+                path("--out", "out_path"))),
+    # 1 datasets and embeddings
+    Command("ingest", "ingest.corpora:run_ingest",
+            "read a corpus into documents and splits tables", (
+                Arg("--spec", "spec", "the dataset's config (JSON)", json_value),
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"))),
+    Command("ingest-kusner", "ingest.kusner:run_kusner", "read a Kusner et al. .mat file", (
+        path("--mat", "path"),
+        path("--dataset", "dataset"),
+        Arg("--normalize", "normalize", "unit-length word vectors (JSON true/false)",
+            json_value),
+        path("--documents", "documents_out"),
+        path("--splits", "splits_out"),
+        path("--embeddings", "embeddings_out"),
+        path("--report", "report_out"))),
+    Command("train-embeddings", "ingest.embeddings:run_train",
+            "train the demo's Word2Vec on raw-text datasets", (
+                Arg("--spec", "spec", "the embedding's config (JSON)", json_value),
+                Arg("--corpora", "corpora", "the configs of the datasets it trains on "
+                    "(JSON list)", json_value),
+                path("--out", "out_path"))),
+    Command("lookup-embeddings", "ingest.embeddings:run_lookup",
+            "keep the vectors of the corpus vocabulary", (
+                path("--documents", "documents_path"),
+                path("--embedding", "embedding_path"),
+                path("--format", "fmt"),
+                Arg("--limit", "limit", "read at most N vectors; 0 = all", vector_limit),
+                Arg("--normalize", "normalize", "unit-length vectors (JSON true/false)",
+                    json_value),
+                path("--out", "out_path"))),
+    # 2-3 cleaning
+    Command("duplicates", "cleaning.duplicates:run_duplicates",
+            "find duplicate groups and the clean variant's survivors", (
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"),
+                path("--dataset", "dataset"),
+                SEED,
+                path("--groups", "groups_path"),
+                path("--summary", "summary_path"),
+                path("--kept", "kept_path"),
+                path("--near", "near_path", "also write near-duplicate pairs here",
+                     required=False),
+                Arg("--near-max-l1", "near_max_l1", "largest L1 distance of a near pair "
+                    "(with --near)", float, required=False))),
+    Command("filter-oov", "cleaning.vocabulary:run_filter",
+            "drop out-of-vocabulary words, bound document size", (
+                path("--documents", "documents_path"),
+                path("--embeddings", "embeddings_path"),
+                path("--dataset", "dataset"),
+                Arg("--min-df", "min_df", "keep words in at least this many documents", int),
+                Arg("--max-words-per-doc", "max_words_per_doc",
+                    "document-size control (JSON: a number or null)", json_value),
+                path("--out-documents", "out_documents"),
+                path("--report", "out_report"))),
+    Command("select-variant", "cleaning.vocabulary:run_select",
+            "restrict documents and splits to a variant", (
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"),
+                path("--kept", "kept_path", "doc ids to keep (Parquet); absent = all",
+                     required=False),
+                path("--out-documents", "out_documents"),
+                path("--out-splits", "out_splits"))),
+    # 4 distances
+    Command("wmd-block", "distances.wmd.blocks:run_block",
+            "solve one stored block (work unit) of a WMD matrix", (
+                path("--documents", "documents_path"),
+                path("--embeddings", "embeddings_path"),
+                ONE_FOLD_SPLITS,
+                Arg("--weighting", "weighting", "bow or tfidf"),
+                Arg("--block", ("block", "n_blocks"), "N-of-M (1-based)", block_name),
+                Arg("--threads", "threads", "solver threads", int),
+                path("--out", "out_path"))),
+    Command("wmd-gather", "distances.wmd.blocks:run_gather",
+            "assemble WMD blocks into a distance matrix", (
+                path("--documents", "documents_path"),
+                path("--blocks", "block_paths", nargs="+"),
+                ONE_FOLD_SPLITS,
+                path("--method", "method_name"),
+                path("--out", "out_path"))),
+    Command("wmd-subset", "distances.wmd.blocks:run_subset",
+            "take a variant's rows and columns of a matrix", (
+                path("--matrix", "matrix_path"),
+                path("--documents", "documents_path"),
+                path("--out", "out_path"))),
+    Command("project-pca", "distances.pca:run_project",
+            "project the embeddings to fewer dimensions by PCA", (
+                path("--embeddings", "embeddings_path"),
+                path("--documents", "documents_path"),
+                Arg("--dim", "dim", "dimensions kept", int),
+                path("--out", "out_path"))),
+    # 5 classification
+    Command("evaluate", "classification.knn:run_evaluate",
+            "kNN and wkNN for all methods and folds", (
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"),
+                Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON)", json_value,
+                    required=False),
+                Arg("--settings", "settings", "the evaluation config (JSON)", json_value),
+                path("--dataset", "dataset"),
+                path("--variant", "variant"),
+                path("--out", "out_path"))),
+    # 6 report
+    Command("collect-scores", "reporting.tables:run_collect",
+            "concatenate per-dataset scores", (
+                path("--scores", "paths", nargs="*"),
+                expect("the scores (dataset, variant, method, classifier)"),
+                path("--out", "out_path"))),
+    Command("tables", "reporting.tables:run_tables",
+            "write the paper's tables as CSV and Markdown", (
+                path("--scores", "scores_path"),
+                path("--out-dir", "out_dir"),
+                expect("the scores (dataset, variant, method, classifier); its datasets "
+                       "are the columns, in order", required=True),
+                path("--allwords", "allwords_path",
+                     "scores with every word kept (Tables 4/5)", required=False),
+                expect("the all-words scores", "--expect-allwords", "allwords_expected"))),
+    Command("summary-table", "reporting.tables:run_summaries",
+            "combine one-row Parquet reports into CSV + Markdown", (
+                path("--inputs", "inputs", nargs="+"),
+                path("--csv", "csv_path"),
+                path("--md", "md_path"),
+                path("--title", "title"),
+                path("--note", "note", "the caption under the table", required=False),
+                expect("the rows (dataset, and variant where reported)"))),
+    Command("figure3", "reporting.figures:run_figure3", "bar chart of kNN errors", (
+        path("--scores", "scores_path"),
+        path("--variant", "variant"),
+        expect("the scores; its datasets are the panels, in order"),
+        path("--out", "out_png"))),
+    Command("figure4", "reporting.figures:run_figure4",
+            "histograms of matched-word distances over nearest neighbours", (
+                path("--datasets", "datasets", nargs="+"),
+                path("--documents", "documents", "one per dataset", nargs="+"),
+                path("--splits", "splits", "one per dataset", nargs="+"),
+                path("--matrices", "matrices", "one per dataset", nargs="+"),
+                path("--embeddings", "embeddings", "one per dataset", nargs="+"),
+                path("--pca-embeddings", "pca_embeddings", nargs="+", required=False),
+                path("--pca-matrices", "pca_matrices", nargs="+", required=False),
+                Arg("--max-documents", "max_documents",
+                    "nearest-neighbour pairs per dataset (seeded sample)", int),
+                SEED,
+                path("--out", "out_png"))),
+    Command("figure5", "reporting.figures:run_figure5", "scatter of WMD against BOW (L1/L1)", (
+        path("--datasets", "datasets", nargs="+"),
+        path("--matrices", "matrices", nargs="+"),
+        path("--documents", "documents", nargs="+"),
+        path("--embeddings", "embeddings", "to name the dimension", nargs="+",
+             required=False),
+        path("--pca-matrices", "pca_matrices", nargs="+", required=False),
+        Arg("--pca-dim", "pca_dim", "dimension of the PCA embeddings", int, required=False),
+        Arg("--max-points", "max_points", "pairs drawn per panel", int),
+        SEED,
+        path("--out", "out_png"))),
+    # 7 analyses
+    Command("analyses", "analyses.per_variant:run_analyses",
+            "N2O, crossmatch, corpus distances and KSC of one dataset variant", (
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"),
+                WMD_PATHS,
+                path("--dataset", "dataset"),
+                path("--variant", "variant"),
+                Arg("--settings", "settings", "{analysis: its settings} as under analyses: "
+                    "in the config (JSON)", json_value),
+                Arg("--out", "outputs", "an analysis to run and its Parquet table",
+                    name_and_path, repeat=True, collect=dict),
+                SEED)),
+    Command("wmd-vs-bow", "analyses.wmd_vs_bow:run_analysis",
+            "correlation and nearest-neighbour agreement of WMD and BOW", (
+                path("--documents", "documents_path"),
+                path("--splits", "splits_path"),
+                WMD_PATHS,
+                path("--dataset", "dataset"),
+                path("--variant", "variant"),
+                path("--out", "out_path"),
+                Arg("--max-pairs", "max_pairs",
+                    "pairs sampled (seeded) for Spearman's correlation", int, required=False),
+                SEED)),
+    Command("wmd-vs-bow-table", "analyses.wmd_vs_bow:run_analysis_table",
+            "combine the WMD-vs-BOW analyses", table_outputs()),
+    Command("n2o-report", "analyses.n2o:run_n2o_report",
+            "N2O heatmaps and the robustness table", (
+                path("--inputs", "paths", nargs="+"),
+                path("--heatmap", "heatmap_png"),
+                path("--csv", "robustness_csv"),
+                path("--md", "robustness_md"),
+                expect("the inputs (dataset, variant, method)"))),
+    Command("crossmatch-table", "analyses.crossmatch:run_crossmatch_table",
+            "combine crossmatch results", table_outputs()),
+    Command("corpus-distance-table", "analyses.corpus_distance:run_corpus_distance_table",
+            "combine corpus distances", table_outputs()),
+    Command("ksc-report", "analyses.corpus_distance:run_ksc_report",
+            "KSC trajectory figures and how monotone each method's is", (
+                *table_outputs(),
+                path("--figures", "figure_paths", "one PNG per KSC table, in the order of "
+                     "--inputs", nargs="+"))),
+)
 
 # -------------------------------------------------------------------------------- main
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="wmdeval", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
-    for name, (help_text, arguments, run) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
-        arguments(p)
-        p.set_defaults(run=run)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help)
+        for argument in command.arguments:
+            argument.add_to(p)
+        p.set_defaults(run=command.run)
     return top
+
+
+def check_table() -> list[str]:
+    """Problems of :data:`COMMANDS`: a function that does not import, or an argument
+    that names no parameter of it, or a required parameter no argument fills."""
+    problems = []
+    for command in COMMANDS:
+        try:
+            function = command.resolve()
+        except (ImportError, AttributeError) as exc:
+            problems.append(f"{command.name}: {command.function}: {exc}")
+            continue
+        parameters = inspect.signature(function).parameters
+        given = set()
+        for argument in command.arguments:
+            dests = argument.dest if isinstance(argument.dest, tuple) else (argument.dest,)
+            given |= set(dests)
+        for name in sorted(given - set(parameters)):
+            problems.append(f"{command.name}: {command.function} has no parameter {name!r}")
+        for name, parameter in parameters.items():
+            if parameter.default is inspect.Parameter.empty and name not in given:
+                problems.append(f"{command.name}: nothing passes {name!r}")
+    return problems
 
 
 class Interrupted(KeyboardInterrupt):

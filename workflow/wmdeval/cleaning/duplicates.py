@@ -513,9 +513,12 @@ def duplicate_report(documents: pa.Table, splits: pa.Table, dataset: str,
 
 def run_duplicates(documents_path: str, splits_path: str, dataset: str, seed: int,
                    groups_path: str, summary_path: str, kept_path: str,
-                   near_path: str | None = None, near_max_l1: float = 0.1) -> None:
+                   near_path: str | None = None, near_max_l1: float | None = None) -> None:
     """Write the duplicate groups, the two-row summary and the survivors' doc ids; with
-    ``near_path``, also the near-duplicate pairs (of the original variant)."""
+    ``near_path``, also the near-duplicate pairs (of the original variant) within L1
+    distance ``near_max_l1`` (``duplicates.near.max_l1`` of the config)."""
+    if near_path and near_max_l1 is None:
+        raise WmdevalError("near-duplicate pairs need their largest L1 distance (near_max_l1)")
     report = duplicate_report(read_documents(documents_path), read_splits(splits_path), dataset,
                               seed)
     original = report.summary.to_pylist()[0]

@@ -43,9 +43,12 @@ def train_word2vec(corpus: list[list[str]], spec: dict):
     return model.wv
 
 
-def run_train(corpora: list[list[list[str]]], spec: dict, out_path: str) -> None:
-    """Train on the concatenated corpora and save as word2vec text (sorted by word)."""
-    corpus = [doc for documents in corpora for doc in documents]
+def run_train(spec: dict, corpora: list[dict], out_path: str) -> None:
+    """Train on the concatenated token lists of the ``corpora`` (dataset configs, read as
+    ingest reads them) and save as word2vec text (sorted by word)."""
+    from .corpora import tokenized_corpus
+
+    corpus = [doc for dataset in corpora for doc in tokenized_corpus(dataset)]
     vectors = train_word2vec(corpus, spec)
     words = sorted(vectors.index_to_key)
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8") as handle:

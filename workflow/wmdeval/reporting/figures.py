@@ -347,9 +347,24 @@ class Figure4Item:
     pca_wmd: str | os.PathLike | None = None
 
 
-def run_figure4(items: Sequence[Figure4Item], out_png: str | os.PathLike, bins: int = 20,
-                max_documents: int | None = 2000, seed: int = 0,
-                title: str | None = None) -> tuple[Path, Path]:
+def run_figure4(datasets: Sequence[str], documents: Sequence[str | os.PathLike],
+                splits: Sequence[str | os.PathLike], matrices: Sequence[str | os.PathLike],
+                embeddings: Sequence[str | os.PathLike], out_png: str | os.PathLike,
+                max_documents: int | None, seed: int,
+                pca_embeddings: Sequence[str | os.PathLike] | None = None,
+                pca_matrices: Sequence[str | os.PathLike] | None = None) -> tuple[Path, Path]:
+    """Figure 4 from one file of each kind per dataset (the CLI's lists, in dataset order);
+    see :func:`draw_figure4`."""
+    n = len(datasets)
+    items = [Figure4Item(*fields) for fields in zip(
+        datasets, documents, splits, matrices, embeddings, pca_embeddings or [None] * n,
+        pca_matrices or [None] * n, strict=True)]
+    return draw_figure4(items, out_png, max_documents=max_documents, seed=seed)
+
+
+def draw_figure4(items: Sequence[Figure4Item], out_png: str | os.PathLike, bins: int = 20,
+                 max_documents: int | None = None, seed: int = 0,
+                 title: str | None = None) -> tuple[Path, Path]:
     """Figure 4 from per-dataset files (see :class:`Figure4Item`).
 
     ``max_documents``: per dataset and embedding, at most this many nearest-neighbour
@@ -611,9 +626,24 @@ def dimension_title(dims: Sequence[int | None], kind: str, unknown: str) -> str:
     return f"{'/'.join(map(str, known))}-d {kind}" if known else unknown
 
 
-def run_figure5(items: Sequence[tuple], out_png: str | os.PathLike, max_points: int = 20000,
-                seed: int = 0, title: str | None = None, full_dim: int | None = None,
+def run_figure5(datasets: Sequence[str], matrices: Sequence[str | os.PathLike],
+                documents: Sequence[str | os.PathLike], out_png: str | os.PathLike,
+                max_points: int, seed: int,
+                embeddings: Sequence[str | os.PathLike] | None = None,
+                pca_matrices: Sequence[str | os.PathLike] | None = None,
                 pca_dim: int | None = None) -> tuple[Path, Path]:
+    """Figure 5 from one file of each kind per dataset (the CLI's lists, in dataset order);
+    the first embeddings table names the full dimension. See :func:`draw_figure5`."""
+    pca = pca_matrices or [None] * len(datasets)
+    items = list(zip(datasets, matrices, documents, pca, strict=True))
+    full_dim = embedding_dimension(embeddings[0]) if embeddings else None
+    return draw_figure5(items, out_png, max_points=max_points, seed=seed, full_dim=full_dim,
+                        pca_dim=pca_dim)
+
+
+def draw_figure5(items: Sequence[tuple], out_png: str | os.PathLike, max_points: int,
+                 seed: int, title: str | None = None, full_dim: int | None = None,
+                 pca_dim: int | None = None) -> tuple[Path, Path]:
     """Figure 5 from ``(dataset, WMD DISTANCES path, DOCUMENTS path)`` items, or
     ``(dataset, WMD path, DOCUMENTS path, PCA WMD path or None)`` for the second block.
 

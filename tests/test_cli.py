@@ -1,0 +1,80 @@
+"""The CLI table (wmdeval/cli.py): every row resolves, and the rules use only its commands."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wmdeval import cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_command_calls_a_function_that_takes_exactly_its_arguments():
+    assert cli.check_table() == []
+
+
+def test_the_table_check_sees_a_wrong_row(monkeypatch):
+    """The check itself can fail: a misspelt keyword and a function that does not exist."""
+    wrong = (
+        cli.Command("x", "cleaning.vocabulary:run_select", "", (
+            cli.path("--documents", "documents"),)),
+        cli.Command("y", "cleaning.vocabulary:no_such_function", "", ()),
+    )
+    monkeypatch.setattr(cli, "COMMANDS", wrong)
+    problems = cli.check_table()
+    assert "x: cleaning.vocabulary:run_select has no parameter 'documents'" in problems
+    assert "x: nothing passes 'documents_path'" in problems
+    assert any(p.startswith("y: cleaning.vocabulary:no_such_function") for p in problems)
+
+
+def test_command_names_are_unique_and_each_is_listed_by_help():
+    names = [command.name for command in cli.COMMANDS]
+    assert len(names) == len(set(names))
+    result = subprocess.run([sys.executable, "-m", "wmdeval.cli", "--help"],
+                            capture_output=True, text=True, check=True)
+    for name in names:
+        assert name in result.stdout
+
+
+def test_every_command_a_rule_runs_is_in_the_table():
+    used = set()
+    for rules in (REPO / "workflow" / "rules").glob("*.smk"):
+        used |= set(re.findall(r'"wmdeval ([a-z0-9-]+) ', rules.read_text()))
+    assert used, "no wmdeval commands found in the rules"
+    assert used <= {command.name for command in cli.COMMANDS}
+
+
+def test_arguments_reach_the_function_by_keyword(monkeypatch):
+    """Flags map to parameters by name; an optional flag left out is not passed at all,
+    and a pair-valued flag fills two parameters."""
+    calls = {}
+
+    def fake(**keywords):
+        calls.update(keywords)
+
+    command = cli.Command("t", "unused:unused", "", (
+        cli.path("--documents", "documents_path"),
+        cli.path("--kept", "kept_path", required=False),
+        cli.Arg("--block", ("block", "n_blocks"), type=cli.block_name),
+        cli.Arg("--out", "outputs", type=cli.name_and_path, repeat=True, collect=dict),
+    ))
+    monkeypatch.setattr(cli.Command, "resolve", lambda self: fake)
+    monkeypatch.setattr(cli, "COMMANDS", (command,))
+    assert cli.main(["t", "--documents", "d.parquet", "--block", "3-of-8",
+                     "--out", "n2o=a.parquet", "--out", "ksc=b.parquet"]) == 0
+    assert calls == {"documents_path": "d.parquet", "block": 2, "n_blocks": 8,
+                     "outputs": {"n2o": "a.parquet", "ksc": "b.parquet"}}
+
+
+@pytest.mark.parametrize("text", ["0-of-4", "5-of-4", "3of4", "a-of-b"])
+def test_a_bad_block_name_is_a_usage_error(text, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["wmd-block", "--documents", "d", "--embeddings", "e", "--weighting", "bow",
+                  "--block", text, "--threads", "1", "--out", "o"])
+    assert stop.value.code == 2
+    assert "--block" in capsys.readouterr().err
