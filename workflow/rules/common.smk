@@ -1,4 +1,5 @@
 # Shared helpers: config validation, the datasets of this run, and output paths.
+# Planning only: it imports light modules (config, paths, resources), never POT.
 import json
 import re
 import sys

@@ -13,6 +13,8 @@
 # deletes temp files only once every consumer has finished) and save disk (about 16 bytes
 # per pair, the order of the matrix itself), but any later gather would then solve the whole
 # matrix again. To reclaim the disk after a project, delete results/*/*/wmd_blocks/.
+# Code: workflow/wmdeval/distances/ (wmd/solver.py, wmd/pairs.py, wmd/blocks.py, pca.py);
+# the jobs' mem_mb and runtime: workflow/wmdeval/planning/resources.py.
 
 
 rule wmd_block:

@@ -1,5 +1,6 @@
 # Stage 0: remote files (`url:` in the config) into resources/, checksummed.
 # Download jobs run on the submitting host (cluster nodes often have no internet).
+# Code: workflow/wmdeval/ingest/download.py.
 
 
 localrules:

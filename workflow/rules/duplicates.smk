@@ -1,4 +1,5 @@
 # Stage 2: exact duplicates (identical bags of words) and the clean variant's survivors.
+# Code: workflow/wmdeval/cleaning/duplicates.py; the table: reporting/tables.py.
 
 
 rule duplicates:

@@ -1,6 +1,7 @@
 # Stage 5: kNN and weighted kNN, tuned on a validation split, for all 14 methods and
 # every fold. The 12 BOW/TF-IDF baseline distances are computed inside this job: they are
 # cheap, and the TF-IDF ones depend on the fold's training documents.
+# Code: workflow/wmdeval/classification/knn.py.
 
 
 rule evaluate:

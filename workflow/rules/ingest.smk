@@ -1,4 +1,5 @@
 # Stage 1: corpora -> documents and train/test splits; embeddings of the corpus vocabulary.
+# Code: workflow/wmdeval/ingest/ (corpora.py, kusner.py, embeddings.py).
 
 
 rule ingest:

@@ -1,4 +1,5 @@
 # Stage 6: results/scores.parquet, the paper's tables and figures.
+# Code: workflow/wmdeval/reporting/ (tables.py, figures.py).
 
 
 rule collect_scores:

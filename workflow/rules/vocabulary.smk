@@ -1,4 +1,5 @@
 # Stage 3: out-of-vocabulary filter (decided on the original documents) and the variants.
+# Code: workflow/wmdeval/cleaning/vocabulary.py; the table: reporting/tables.py.
 
 
 rule filter_oov:
