@@ -84,5 +84,5 @@ rule evaluate_allwords:
         settings=spec_json(config["evaluation"]),
     shell:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
-        " --settings {params.settings:q} --dataset {wildcards.dataset}"
+        " --wmd '{{}}' --settings {params.settings:q} --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --out {output} 2> {log}"

@@ -91,8 +91,10 @@ def run_filter(documents_path: str, embeddings_path: str, dataset: str, min_df: 
     write_table(pa.Table.from_pylist([{"dataset": dataset, **report}]), out_report)
 
 
-def run_select(documents_path: str, splits_path: str, kept_path: str | None,
-               out_documents: str, out_splits: str) -> None:
+def run_select(documents_path: str, splits_path: str, out_documents: str, out_splits: str,
+               kept_path: str | None = None) -> None:
+    """Write a variant's documents and splits: those of ``kept_path``'s doc ids (the clean
+    variant's survivors), or all of them without it (the original variant)."""
     kept = read_table(kept_path).column("doc_id").to_numpy() if kept_path else None
     documents, splits = select_variant(read_documents(documents_path), read_splits(splits_path),
                                        kept)
