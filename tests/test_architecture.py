@@ -7,6 +7,7 @@ through a layer, or one analysis importing another, fails here rather than in re
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,11 @@ def test_the_import_reader_sees_relative_and_absolute_imports():
     """The reader itself: a test that cannot see imports would pass anything."""
     found = wmdeval_imports(PACKAGE / "analyses" / f"{ANALYSES_COMBINER}.py")
     assert "wmdeval.core.io" in found and "wmdeval.analyses.n2o" in found
+
+
+def test_the_architecture_page_names_every_layer_and_only_modules_that_exist():
+    page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    for name in ALLOWED:
+        assert f"| `{name}` |" in page, f"docs/architecture.md has no row for the layer {name}"
+    for cited in set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", page)):
+        assert (PACKAGE / cited).exists(), f"docs/architecture.md cites {cited}, not in wmdeval/"
