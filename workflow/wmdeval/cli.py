@@ -268,20 +268,6 @@ def _(p):
     p.add_argument("--settings", type=_json, required=True, help="evaluation config (JSON)")
 
 
-def _wmd_vs_bow(a):
-    from .analyses.wmd_vs_bow import run_analysis
-
-    run_analysis(a.documents, a.splits, a.wmd, a.dataset, a.variant, a.out,
-                 max_pairs=a.max_pairs, seed=a.seed)
-
-
-@command("wmd-vs-bow", "correlation and nearest-neighbour agreement of WMD and BOW")(_wmd_vs_bow)
-def _(p):
-    _analysis_arguments(p)
-    p.add_argument("--max-pairs", type=int, default=1_000_000,
-                   help="pairs sampled (seeded) for Spearman's correlation")
-
-
 def _wmd_vs_bow_table(a):
     from .analyses.wmd_vs_bow import run_analysis_table
 
@@ -291,14 +277,6 @@ def _wmd_vs_bow_table(a):
 @command("wmd-vs-bow-table", "combine the WMD-vs-BOW analyses")(_wmd_vs_bow_table)
 def _(p):
     _table_arguments(p)
-
-
-def _analysis_arguments(p, *extra: str) -> None:
-    """The arguments every per-dataset analysis takes."""
-    for name in ("--documents", "--splits", "--dataset", "--variant", "--out", *extra):
-        p.add_argument(name, required=True)
-    p.add_argument("--wmd", type=_json, required=True, help="{method slug: matrix path} (JSON)")
-    p.add_argument("--seed", type=int, default=0)
 
 
 def _table_arguments(p) -> None:
@@ -322,8 +300,8 @@ def _analyses(a):
                  a.seed)
 
 
-@command("analyses", "N2O, crossmatch, corpus distances and KSC of one dataset variant")(
-    _analyses)
+@command("analyses", "N2O, crossmatch, corpus distances, KSC and WMD vs BOW of one dataset "
+         "variant")(_analyses)
 def _(p):
     for name in ("--documents", "--splits", "--dataset", "--variant"):
         p.add_argument(name, required=True)

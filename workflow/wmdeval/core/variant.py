@@ -56,7 +56,7 @@ def positions(doc_ids: np.ndarray, wanted_ids: np.ndarray, what: str) -> np.ndar
     inside[inside] = ordered[found[inside]] == wanted_ids[inside]
     if not inside.all():
         missing = wanted_ids[~inside]
-        raise WmdevalError(f"{what} lack {len(missing)} document(s), e.g. doc_id "
+        raise WmdevalError(f"{what} lack {len(np.unique(missing))} document(s), e.g. doc_id "
                            f"{int(missing[0])}")
     return order[found].astype(np.int64, copy=False)
 
