@@ -1,4 +1,4 @@
-"""What the four analyses (N2O, crossmatch, corpus distances, KSC) add to the demo (prints numbers).
+"""What the five analyses (N2O, crossmatch, corpus distances, KSC, WMD vs BOW) add to the demo.
 
 Each repeat runs the demo from scratch in two temporary directories with
 ``snakemake --cores N``: once with every ``analyses.*.enabled`` set to false and once as
@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ANALYSES = ("n2o", "crossmatch", "corpus_distances", "ksc")
+ANALYSES = ("n2o", "crossmatch", "corpus_distances", "ksc", "wmd_vs_bow")
 NO_ANALYSES = "analyses:\n" + "".join(f"  {name}: {{enabled: false}}\n" for name in ANALYSES)
-ANALYSIS_RULES = ("analyses", "n2o_report", "crossmatch_table", "corpus_distance_table",
-                  "ksc_report")
+ANALYSIS_RULES = ("analyses", "wmd_vs_bow_table", "n2o_report", "crossmatch_table",
+                  "corpus_distance_table", "ksc_report")
 
 
 def children_cpu() -> float:

@@ -23,7 +23,8 @@ import pyarrow as pa
 from wmdeval.classification import knn as evaluate
 from wmdeval.core import io, schemas
 from wmdeval.core.methods import BASELINES, BY_NAME
-from wmdeval.distances import baselines
+from wmdeval.core.variant import DenseDistances
+from wmdeval.distances.factory import prepare_variant
 
 
 def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,
@@ -102,32 +103,37 @@ def main() -> None:
     # Where the time goes: classification alone (one WMD matrix), and the baseline blocks.
     y = documents.column("y").to_numpy()
     folds = io.fold_indices(splits, doc_ids)
+    dense = DenseDistances(wmd["wmd"][1])
     timed("  of which per method: tuning + classification (5 folds)",
-          lambda: [evaluate.evaluate_fold(wmd["wmd"][1], y, tr, te) for tr, te in folds])
-    counts, _ = baselines.count_matrix(documents)
-    settings = evaluate.resolve_settings(None)
-    queries = [query_rows(train, test, settings) for train, test in folds]
+          lambda: [evaluate.evaluate_fold(dense, y, tr, te) for tr, te in folds])
+    variant = prepare_variant(documents, splits, {})
+    settings = evaluate.complete_settings(None)
+    blocks = [fold_blocks(train, test, settings) for train, test in folds]
     for method in (BY_NAME["BOW (L1/L1)"], BY_NAME["TF-IDF (L1/L1)"], BY_NAME["BOW (None/L2)"],
                    BY_NAME["TF-IDF (None/L2)"]):
         timed(f"  of which per method: {method.name} distance blocks, 5 folds",
-              lambda method=method: baseline_blocks(counts, method, folds, queries))
+              lambda method=method: baseline_blocks(variant, method, folds, blocks))
     timed(f"  of which: the distance blocks of all {len(BASELINES)} baselines, 5 folds",
-          lambda: [baseline_blocks(counts, method, folds, queries) for method in BASELINES])
+          lambda: [baseline_blocks(variant, method, folds, blocks) for method in BASELINES])
 
 
-def query_rows(train: np.ndarray, test: np.ndarray, settings: dict) -> np.ndarray:
-    """The rows of a fold's distance block, as evaluate_fold builds them (no empty documents)."""
-    val = np.unique(np.concatenate([
-        evaluate.validation_split(len(train), settings[c]["validation_size"],
-                                  settings[c]["seed"])[1]
-        for c in ("knn", "wknn")]))
-    return np.concatenate([train[val], test])
+def fold_blocks(train: np.ndarray, test: np.ndarray,
+                settings: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows, cols) of the blocks evaluate_fold ranks (no empty documents): test x
+    training documents, and validation x fit documents of each split."""
+    blocks = [(test, train)]
+    for c in ("knn", "wknn"):
+        fit, val = evaluate.validation_split(len(train), settings[c]["validation_size"],
+                                             settings[c]["seed"])
+        blocks.append((train[val], train[np.sort(fit)]))
+    return blocks
 
 
-def baseline_blocks(counts, method, folds, queries) -> list[np.ndarray]:
-    """Every fold's distance block of one baseline, computed as evaluate_dataset does."""
-    block = evaluate.baseline_block(counts, method, folds)
-    return [block(rows, train) for (train, _), rows in zip(folds, queries, strict=True)]
+def baseline_blocks(variant, method, folds, blocks) -> list[np.ndarray]:
+    """Every fold's distance blocks of one baseline, computed as evaluate_dataset does."""
+    distances_for = evaluate.fold_distances(variant, method, folds)
+    return [distances_for(train).block(rows, cols)
+            for (train, _), fold in zip(folds, blocks, strict=True) for rows, cols in fold]
 
 if __name__ == "__main__":
     main()

@@ -8,16 +8,18 @@ import json
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
 
-from wmdeval.analyses import corpus_distance, crossmatch, n2o
+from wmdeval.analyses import corpus_distance, crossmatch, n2o, wmd_vs_bow
 from wmdeval.analyses import per_variant as analyses
 from wmdeval.cli import main
-from wmdeval.core import io
+from wmdeval.core import config, io
+from wmdeval.distances.factory import read_variant
 
 SETTINGS = {
     "n2o": {"ks": [2, 4], "queries": None},
     "crossmatch": {"m": 10},
     "corpus_distances": {"m": 20},
     "ksc": {"K": 3, "R": 2, "corpus_size": 6},
+    "wmd_vs_bow": {"max_pairs": 50},
 }
 
 
@@ -35,7 +37,7 @@ def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path)
 
     # each analysis on a corpus read for it alone (KSC without splits: it ignores folds)
     def corpus(splits_path=spl):
-        return n2o.read_corpus(docs, splits_path, wmd_paths)
+        return read_variant(docs, splits_path, wmd_paths)
 
     alone = {
         "n2o": n2o.n2o_results(corpus(), "toy", "clean", [2, 4], None, 3),
@@ -43,6 +45,7 @@ def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path)
         "corpus_distances": corpus_distance.corpus_distance_results(corpus(), "toy", "clean",
                                                                     20, 3),
         "ksc": corpus_distance.ksc_results(corpus(None), "toy", "clean", 3, 2, 6, 3),
+        "wmd_vs_bow": wmd_vs_bow.analysis_table(corpus(), "toy", "clean", 50, 3),
     }
     for name, (_, schema) in analyses.ANALYSES.items():
         written = io.read_table(outputs[name], schema)
@@ -62,10 +65,13 @@ def test_only_the_requested_analyses_run(dataset, tmp_path):
 
 @pytest.mark.parametrize("outputs, settings, message", [
     ({"n2o": "a.parquet", "kcs": "b.parquet"}, SETTINGS,
-     r"unknown analysis 'kcs' \(expected one of n2o, crossmatch, corpus_distances, ksc\)"),
-    ({"ksc": "b.parquet"}, {"ksc": {"K": 3, "R": 2}},
-     r"analysis 'ksc': settings \['K', 'R'\], expected exactly \['K', 'R', 'corpus_size'\]"),
-    ({"n2o": "a.parquet"}, {}, r"analysis 'n2o': settings \[\], expected exactly"),
+     r"unknown analysis 'kcs' \(expected one of n2o, crossmatch, corpus_distances, ksc, "
+     r"wmd_vs_bow\)"),
+    ({"ksc": "b.parquet"}, {"ksc": {"K": 3, "R": 2, "size": 6}},
+     r"analysis 'ksc': unknown setting\(s\) \['size'\], expected some of "
+     r"\['K', 'R', 'corpus_size'\]"),
+    ({"wmd_vs_bow": "a.parquet"}, {"wmd_vs_bow": {"enabled": True}},
+     r"analysis 'wmd_vs_bow': unknown setting\(s\) \['enabled'\]"),
 ])
 def test_bad_requests_stop_before_any_work(dataset, tmp_path, outputs, settings, message):
     _, _, _, (docs, spl, wmd_paths) = dataset
@@ -73,6 +79,17 @@ def test_bad_requests_stop_before_any_work(dataset, tmp_path, outputs, settings,
     with pytest.raises(io.WmdevalError, match=message):
         analyses.run_analyses(docs, spl, wmd_paths, "toy", "original", settings, outputs, 0)
     assert not any(path.exists() for path in outputs.values())
+
+
+def test_settings_not_given_take_the_schemas_defaults():
+    requested = analyses.check_request({"ksc": "k.parquet", "wmd_vs_bow": "w.parquet"},
+                                       {"ksc": {"K": 3}})
+    assert requested == {"ksc": {"K": 3, "R": 5, "corpus_size": 50},
+                         "wmd_vs_bow": {"max_pairs": 1_000_000}}
+    # the keys the job accepts are the schema's, whatever the schema adds later
+    for name in analyses.ANALYSES:
+        schema_keys = set(config.defaults("analyses", name)) - {"enabled"}
+        assert set(analyses.check_request({name: "x"}, {})[name]) == schema_keys
 
 
 def test_a_failing_analysis_leaves_no_table(dataset, tmp_path, monkeypatch):

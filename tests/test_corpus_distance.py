@@ -9,10 +9,10 @@ import pytest
 from test_n2o import empty_document, synthetic_dataset, write_dataset
 
 from wmdeval.analyses import corpus_distance as cd
-from wmdeval.analyses import n2o
 from wmdeval.analyses import per_variant as analyses
 from wmdeval.core import io
 from wmdeval.core.methods import METHODS
+from wmdeval.distances.factory import prepare_variant
 
 
 def euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ def test_corpus_distance_rows_on_a_dataset(tmp_path):
 
 def test_run_ksc_writes_table_and_the_report_draws_figures(tmp_path):
     documents, splits, matrices = synthetic_dataset(per_class=20)
-    corpus = n2o.prepare_corpus(documents, None, matrices)
+    corpus = prepare_variant(documents, None, matrices)
     out, png = tmp_path / "ksc.parquet", tmp_path / "ksc.png"
     table = cd.ksc_results(corpus, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
                            classes=("apple", "cherry"))
@@ -220,8 +220,8 @@ def test_ksc_report_needs_one_figure_per_table(tmp_path):
 
 def test_ksc_default_classes_and_capped_size():
     documents, splits, matrices = synthetic_dataset(per_class=6)
-    corpus = n2o.prepare_corpus(documents, None, matrices)
-    rows = cd.ksc_rows(corpus, "toy", "original", K=2, R=1, corpus_size=50)
+    corpus = prepare_variant(documents, None, matrices)
+    rows = cd.ksc_rows(corpus, "toy", "original", K=2, R=1, corpus_size=50, seed=0)
     # the class of the document without words has 5 usable documents, the others 6
     short = corpus.labels[empty_document(splits)]
     expected = tuple(sorted({"apple", "banana", "cherry"} - {short}))

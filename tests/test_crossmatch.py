@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
 
-from wmdeval.analyses import crossmatch, n2o
+from wmdeval.analyses import crossmatch
 from wmdeval.analyses import per_variant as analyses
-from wmdeval.core import io, schemas
+from wmdeval.core import groups, io, schemas
 from wmdeval.core.methods import METHODS
+from wmdeval.distances.factory import prepare_variant
 
 # --------------------------------------------------------------------------- matching
 
@@ -176,11 +177,11 @@ def test_odd_count_uses_the_null_of_the_matched_points():
 
 def test_comparisons_are_class_pairs_then_folds_with_the_same_samples():
     documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, matrices)
-    found = crossmatch.comparisons(corpus, m=5, seed=0)
+    corpus = prepare_variant(documents, splits, matrices)
+    found = groups.comparisons(corpus, m=5, seed=0)
     assert [c.name for c in found] == ["apple vs banana", "apple vs cherry", "banana vs cherry",
                                        "train vs test fold 0", "train vs test fold 1"]
-    again = crossmatch.comparisons(corpus, m=5, seed=0)
+    again = groups.comparisons(corpus, m=5, seed=0)
     for a, b in zip(found, again, strict=True):
         assert np.array_equal(a.first, b.first) and np.array_equal(a.second, b.second)
     for c in found:
@@ -193,9 +194,9 @@ def test_comparisons_are_class_pairs_then_folds_with_the_same_samples():
 def test_defined_subset_drops_undefined_documents():
     dist = np.ones((4, 4))
     dist[2, :] = dist[:, 2] = np.nan
-    assert crossmatch.defined_subset(dist).tolist() == [0, 1, 3]
+    assert groups.defined_subset(dist).tolist() == [0, 1, 3]
     dist[0, 1] = dist[1, 0] = np.nan  # a stray undefined pair: one of them goes
-    assert len(crossmatch.defined_subset(dist)) == 2
+    assert len(groups.defined_subset(dist)) == 2
 
 
 def test_class_separability_on_a_dataset(tmp_path):

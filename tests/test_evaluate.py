@@ -11,11 +11,13 @@ import pytest
 from sklearn.model_selection import train_test_split
 
 from wmdeval.classification import knn as evaluate
-from wmdeval.core import io, schemas
+from wmdeval.core import config, io, schemas
 from wmdeval.core.methods import BASELINES, METHODS
+from wmdeval.core.variant import DenseDistances
 from wmdeval.distances import baselines
+from wmdeval.distances.factory import prepare_variant
 
-GAMMAS = evaluate.DEFAULT_SETTINGS["wknn"]["gammas"]
+GAMMAS = [round(0.005 * i, 3) for i in range(1, 21)]  # 0.005, 0.010, ..., 0.100
 
 
 # --------------------------------------------------------------------------- plain loops
@@ -208,13 +210,16 @@ def test_validation_split_is_sklearns(n_train, test_size):
     assert val.tolist() == ref_val.tolist()
 
 
-def test_settings_defaults_and_checks():
-    settings = evaluate.resolve_settings({"knn": {"seed": 3}})
+def test_missing_settings_take_the_schemas_defaults():
+    settings = evaluate.complete_settings({"knn": {"seed": 3}})
     assert settings["knn"] == {"k": list(range(1, 20)), "validation_size": 0.2, "seed": 3}
-    assert settings["wknn"]["gammas"][:3] == [0.005, 0.01, 0.015]
-    assert len(settings["wknn"]["gammas"]) == 20 and settings["wknn"]["gammas"][-1] == 0.1
+    assert settings["wknn"] == {"k": 19, "gammas": GAMMAS, "validation_size": 0.3, "seed": 0}
+    assert settings["empty_documents"] == "error"
+    assert evaluate.complete_settings(None) == config.defaults("evaluation")
+    # a bad value is the schema's to reject, before any job runs
     with pytest.raises(io.WmdevalError, match="empty_documents"):
-        evaluate.resolve_settings({"empty_documents": "ignore"})
+        config.validate({"datasets": {}, "embeddings": {},
+                         "evaluation": {"empty_documents": "ignore"}})
 
 
 # --------------------------------------------------------------------------- a fold
@@ -262,7 +267,8 @@ def test_evaluate_fold_matches_loop(seed):
     dist[:, empty] = np.nan
     test = np.arange(45, n)
     train = rng.permutation(45)  # any order: the fold is sorted by position
-    results = {r["classifier"]: r for r in evaluate.evaluate_fold(dist, y, train, test)}
+    results = {r["classifier"]: r
+               for r in evaluate.evaluate_fold(DenseDistances(dist), y, train, test)}
     expected = loop_fold(dist, y, train, test, empty)
     for name, (param, acc, error) in expected.items():
         assert results[name]["param"] == param
@@ -281,10 +287,11 @@ def test_evaluate_fold_drop_mode_removes_empty_documents():
     dist[:, [3, 35]] = np.nan
     train, test = np.arange(30), np.arange(30, n)
     kept = np.setdiff1d(np.arange(n), [3, 35])
-    dropped = evaluate.evaluate_fold(dist, y, train, test, {"empty_documents": "drop"})
+    dropped = evaluate.evaluate_fold(DenseDistances(dist), y, train, test,
+                                     {"empty_documents": "drop"})
     # dropping == evaluating the matrix without those documents
     sub = {r["classifier"]: r for r in evaluate.evaluate_fold(
-        dist[np.ix_(kept, kept)], y[kept], np.arange(29), np.arange(29, n - 2))}
+        DenseDistances(dist[np.ix_(kept, kept)]), y[kept], np.arange(29), np.arange(29, n - 2))}
     for r in dropped:
         assert r["n_test"] == 9 and r["n_test_empty"] == 1
         assert r["param"] == sub[r["classifier"]]["param"]
@@ -432,44 +439,75 @@ def five_folds(rng, n):
 
 @pytest.fixture
 def distance_calls(monkeypatch):
-    """The method names of every baselines.baseline_distances call, in order."""
+    """The (rows, cols) sizes of every baseline distance kernel call, in order."""
     calls = []
-    original = baselines.baseline_distances
+    original = baselines.distances
 
-    def counted(*args, **kwargs):
-        calls.append(args[1].name)
-        return original(*args, **kwargs)
+    def counted(x, rows, cols, *args, **kwargs):
+        calls.append((len(rows), len(cols)))
+        return original(x, rows, cols, *args, **kwargs)
 
-    monkeypatch.setattr(baselines, "baseline_distances", counted)
-    return calls, original
+    monkeypatch.setattr(baselines, "distances", counted)
+    return calls
 
 
-def test_baseline_block_computes_bow_once_for_five_folds(tiny, distance_calls):
-    documents, _, _ = tiny
-    counts, _ = baselines.count_matrix(documents)
-    folds = five_folds(np.random.default_rng(12), counts.shape[0])
-    calls, direct = distance_calls
+def direct(counts, method, train, rows, cols):
+    """The baseline's distances, IDF from ``train``, straight from the kernels."""
+    return baselines.baseline_distances(counts, method, train, rows, cols)
+
+
+def test_bow_is_computed_once_for_five_folds(tiny, distance_calls):
+    documents, splits, _ = tiny
+    variant = prepare_variant(documents, splits, {})
+    folds = five_folds(np.random.default_rng(12), len(variant.doc_ids))
+    no_words = variant.no_words
     for method in BASELINES:
-        calls.clear()
-        block = evaluate.baseline_block(counts, method, folds)
+        distance_calls.clear()
+        distances_for = evaluate.fold_distances(variant, method, folds)
+        wanted = []
         for train, test in folds:
             rows = np.concatenate([train[::3], test])  # some validation rows, the test rows
+            wanted.append(distances_for(train).block(rows, train))
+        assert len(distance_calls) == (1 if method.weighting == "bow" else len(folds))
+        for (train, test), got in zip(folds, wanted, strict=True):
+            rows = np.concatenate([train[::3], test])
+            want = direct(variant.counts, method, train, rows, train)
+            want[no_words[rows]] = np.nan
+            want[:, no_words[train]] = np.nan
             # the same numbers, bit for bit: a pair's distance does not depend on its block
-            assert np.array_equal(block(rows, train), direct(counts, method, train, rows, train))
-        assert len(calls) == (1 if method.weighting == "bow" else len(folds))
+            assert np.array_equal(got, want, equal_nan=True)
 
 
-def test_baseline_block_one_fold_is_computed_per_fold(tiny, distance_calls):
+def test_one_fold_is_computed_per_block(tiny, distance_calls):
     documents, splits, _ = tiny
-    counts, _ = baselines.count_matrix(documents)
-    fold = io.fold_indices(splits, documents.column("doc_id").to_numpy())[:1]
-    train, test = fold[0]
-    calls, direct = distance_calls
+    variant = prepare_variant(documents, splits, {})
+    train, test = fold = variant.folds[0]
     for method in BASELINES:
-        calls.clear()
-        block = evaluate.baseline_block(counts, method, fold)
-        assert calls == []  # nothing computed ahead: the fold's own block is smaller
-        assert np.array_equal(block(test, train), direct(counts, method, train, test, train))
+        distance_calls.clear()
+        distances = evaluate.fold_distances(variant, method, [fold])(train)
+        assert distance_calls == []  # nothing computed ahead: the fold's own blocks are smaller
+        got = distances.block(test, train)
+        assert distance_calls == [(len(test), len(train))]
+        assert np.isnan(got[:, variant.no_words[train]]).all()
+        np.testing.assert_array_equal(got[:, ~variant.no_words[train]],
+                                      direct(variant.counts, method, train, test,
+                                             train)[:, ~variant.no_words[train]])
+
+
+def test_evaluate_fold_reads_only_neighbours(tiny):
+    """kNN never asks for a block: a neighbour table gives the scores of the full matrix
+    (here one ranking every training document: the fit documents of the validation
+    splits need more than 19 of them)."""
+    from wmdeval.core.variant import NeighbourTable
+
+    documents, splits, wmd = tiny
+    variant = prepare_variant(documents, splits, wmd)
+    y = variant.y
+    dense = variant.wmd["wmd"]
+    for train, test in variant.folds:
+        table = NeighbourTable.from_distances(dense, np.arange(len(y)), train, len(train))
+        assert evaluate.evaluate_fold(table, y, train, test) == \
+            evaluate.evaluate_fold(dense, y, train, test)
 
 
 def test_pca_wmd_matrices_are_evaluated_as_extra_methods(tiny):

@@ -1,4 +1,4 @@
-"""Nearest-neighbour overlap (wmdeval.analyses.n2o) and the shared distance helper."""
+"""Nearest-neighbour overlap (wmdeval.analyses.n2o)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from wmdeval.analyses import n2o
 from wmdeval.analyses import per_variant as analyses
-from wmdeval.classification.knn import rank_neighbours
 from wmdeval.core import io
-from wmdeval.core.methods import BY_SLUG, METHODS
-from wmdeval.distances import baselines
+from wmdeval.core.methods import METHODS
+from wmdeval.core.variant import rank_neighbours
+from wmdeval.distances.factory import prepare_variant
 from wmdeval.ingest.corpora import documents_table, random_splits
 
 # --------------------------------------------------------------------------- a dataset
@@ -65,59 +65,6 @@ def write_dataset(tmp_path, documents, splits, matrices) -> tuple[str, str, dict
     return str(docs_path), str(splits_path), wmd_paths
 
 
-# --------------------------------------------------------------------------- distances
-
-
-def test_method_distances_baseline_uses_the_folds_training_idf():
-    documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, matrices)
-    train, test = corpus.folds[1]
-    counts, _ = baselines.count_matrix(documents)
-    method = BY_SLUG["tfidf-l1-l1"]
-    got = n2o.method_distances(documents, splits, matrices, method, 1, test, train)
-    want = baselines.baseline_distances(counts, method, train, test, train)
-    empty = empty_document(splits)
-    want[test == empty, :] = np.nan
-    want[:, train == empty] = np.nan
-    np.testing.assert_allclose(got, want)
-
-
-def test_method_distances_index_wmd_matrices_by_doc_id():
-    documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, matrices)
-    rows, cols = np.array([0, 7, 20]), np.array([3, 30, 1])
-    _, wmd = matrices["wmd"]
-    np.testing.assert_allclose(corpus.distances("wmd", 0, rows, cols), wmd[np.ix_(rows, cols)])
-    # stored in reverse doc_id order, scaled by 1.5: realigned on read
-    np.testing.assert_allclose(corpus.distances("WMD-TF-IDF", 0, rows, cols),
-                               1.5 * wmd[np.ix_(rows, cols)])
-
-
-def test_documents_without_words_have_nan_distances_under_every_method():
-    documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, matrices)
-    everyone = np.arange(len(corpus.doc_ids))
-    empty = empty_document(splits)
-    for method in METHODS:
-        dist = corpus.distances(method, 0, everyone, everyone)
-        assert np.isnan(dist[empty]).all() and np.isnan(dist[:, empty]).all(), method.name
-        assert np.isfinite(np.delete(np.delete(dist, empty, 0), empty, 1)).all(), method.name
-
-
-def test_missing_wmd_documents_are_an_error():
-    documents, splits, matrices = synthetic_dataset()
-    ids, matrix = matrices["wmd"]
-    with pytest.raises(io.WmdevalError, match="lack"):
-        n2o.prepare_corpus(documents, splits, {"wmd": (ids[:-1], matrix[:-1, :-1])})
-
-
-def test_methods_without_a_matrix_are_left_out():
-    documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, {"wmd": matrices["wmd"]})
-    names = [m.name for m in corpus.methods]
-    assert "WMD" in names and "WMD-TF-IDF" not in names and len(names) == 13
-
-
 # --------------------------------------------------------------------------- overlap
 
 
@@ -161,8 +108,8 @@ def test_slots_without_a_neighbour_never_overlap():
 
 def test_n2o_rows_cover_every_pair_k_and_fold():
     documents, splits, matrices = synthetic_dataset()
-    corpus = n2o.prepare_corpus(documents, splits, matrices)
-    rows = n2o.n2o_rows(corpus, "toy", "original", ks=[3, 5])
+    corpus = prepare_variant(documents, splits, matrices)
+    rows = n2o.n2o_rows(corpus, "toy", "original", ks=[3, 5], queries=None, seed=0)
     assert len(rows) == 14 * 15 // 2 * 2 * 2
     for row in rows:
         assert 0.0 <= row["n2o"] <= 1.0
@@ -226,17 +173,3 @@ def test_n2o_matrix_is_symmetric_in_table_order():
     names, matrix = n2o.n2o_matrix(pairs)
     assert names == ["BOW (L1/L1)", "WMD"]
     np.testing.assert_array_equal(matrix, [[1.0, 0.3], [0.3, 1.0]])
-
-
-def test_unknown_method_is_an_error():
-    with pytest.raises(io.WmdevalError, match="unknown method"):
-        n2o.as_method("cosine")
-
-
-def test_prepare_corpus_without_splits():
-    documents, _, matrices = synthetic_dataset(empty_doc=False)
-    corpus = n2o.prepare_corpus(documents, None, matrices)
-    assert corpus.folds == []
-    assert np.array_equal(corpus.idf_rows(None), np.arange(documents.num_rows))
-    with pytest.raises(io.WmdevalError, match="fold"):
-        corpus.idf_rows(0)

@@ -10,11 +10,20 @@ import pyarrow as pa
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from wmdeval.analyses import wmd_vs_bow
-from wmdeval.analyses.n2o import prepare_corpus
+from wmdeval.analyses import per_variant, wmd_vs_bow
 from wmdeval.core import io, schemas
 from wmdeval.core.methods import BY_NAME
+from wmdeval.core.variant import DenseDistances
 from wmdeval.distances import baselines
+from wmdeval.distances.factory import prepare_variant
+
+MAX_PAIRS = 1_000_000  # the schema's default
+
+
+def pair_correlations(a, b, max_pairs=MAX_PAIRS, **kwargs):
+    """wmd_vs_bow.pair_correlations of two square matrices."""
+    return wmd_vs_bow.pair_correlations(DenseDistances(a), DenseDistances(b), max_pairs,
+                                        **kwargs)
 
 
 def random_symmetric(rng, n, empty=()):
@@ -36,12 +45,12 @@ def upper_values(matrix):
 
 def test_perfectly_related_distances_correlate_1():
     a = random_symmetric(np.random.default_rng(0), 30)
-    result = wmd_vs_bow.pair_correlations(a, 2 * a + 1)
+    result = pair_correlations(a, 2 * a + 1)
     assert result.pearson == pytest.approx(1.0, abs=1e-12)
     assert result.spearman == pytest.approx(1.0, abs=1e-12)
     assert result.pairs == result.spearman_pairs == 30 * 29 // 2
     # a monotone but not linear relation: Spearman 1, Pearson below
-    bent = wmd_vs_bow.pair_correlations(a, np.exp(5 * a))
+    bent = pair_correlations(a, np.exp(5 * a))
     assert bent.spearman == pytest.approx(1.0, abs=1e-12)
     assert bent.pearson < 0.99
 
@@ -53,7 +62,7 @@ def test_correlations_match_scipy_and_exclude_nan(block_rows):
     b = np.round(0.5 * a + rng.uniform(0, 0.5, a.shape), 1)  # many ties for the ranks
     b = np.minimum(b, b.T)
     b[5, 9] = b[9, 5] = np.nan  # an undefined pair on one side only
-    result = wmd_vs_bow.pair_correlations(a, b, block_rows=block_rows)
+    result = pair_correlations(a, b, block_rows=block_rows)
     x, y = upper_values(a), upper_values(b)
     finite = np.isfinite(x) & np.isfinite(y)
     assert result.pairs == int(finite.sum()) == 23 * 22 // 2 - 1
@@ -69,7 +78,7 @@ def test_pearson_keeps_its_digits_far_from_zero():
     a = random_symmetric(rng, 40) + 1e6
     b = a + rng.uniform(0, 0.3, a.shape)
     b = (b + b.T) / 2
-    result = wmd_vs_bow.pair_correlations(a, b, block_rows=3)
+    result = pair_correlations(a, b, block_rows=3)
     x, y = upper_values(a), upper_values(b)
     assert result.pearson == pytest.approx(pearsonr(x, y).statistic, rel=1e-9)
 
@@ -79,9 +88,9 @@ def test_spearman_on_a_seeded_sample_of_pairs():
     a = random_symmetric(rng, 60, empty=[7])
     b = a + rng.uniform(0, 0.4, a.shape)
     b = (b + b.T) / 2
-    full = wmd_vs_bow.pair_correlations(a, b)
-    sampled = wmd_vs_bow.pair_correlations(a, b, max_pairs=500, seed=4, block_rows=7)
-    again = wmd_vs_bow.pair_correlations(a, b, max_pairs=500, seed=4)
+    full = pair_correlations(a, b)
+    sampled = pair_correlations(a, b, max_pairs=500, seed=4, block_rows=7)
+    again = pair_correlations(a, b, max_pairs=500, seed=4)
     # the block size does not change the sample (Pearson's sums: the last bits only)
     assert (sampled.spearman, sampled.spearman_pairs) == (again.spearman, again.spearman_pairs)
     assert sampled.pearson == pytest.approx(full.pearson, rel=1e-12)  # always every pair
@@ -108,11 +117,11 @@ def test_pair_numbering():
 def test_undefined_correlations_are_nan():
     constant = np.ones((5, 5))
     np.fill_diagonal(constant, 0)
-    result = wmd_vs_bow.pair_correlations(constant, random_symmetric(np.random.default_rng(5), 5))
+    result = pair_correlations(constant, random_symmetric(np.random.default_rng(5), 5))
     assert math.isnan(result.pearson) and math.isnan(result.spearman)
-    empty = wmd_vs_bow.pair_correlations(np.full((4, 4), np.nan), np.ones((4, 4)))
+    empty = pair_correlations(np.full((4, 4), np.nan), np.ones((4, 4)))
     assert empty.pairs == 0 and math.isnan(empty.pearson) and math.isnan(empty.spearman)
-    assert wmd_vs_bow.pair_correlations(np.zeros((1, 1)), np.zeros((1, 1))).pairs == 0
+    assert pair_correlations(np.zeros((1, 1)), np.zeros((1, 1))).pairs == 0
 
 
 # --------------------------------------------------------------------------- neighbours
@@ -182,8 +191,8 @@ def test_wmd_equal_to_bow_agrees_fully():
     documents, splits = small_dataset()
     doc_ids = documents.column("doc_id").to_numpy()
     wmd = baseline_matrix(documents, "BOW (L1/L1)").astype(np.float32)
-    corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd)})
-    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original")
+    corpus = prepare_variant(documents, splits, {"wmd": (doc_ids, wmd)})
+    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original", MAX_PAIRS, 0)
     assert (row["method_a"], row["method_b"]) == ("WMD", "BOW (L1/L1)")
     assert row["pearson"] == pytest.approx(1.0, abs=1e-6)  # float32 storage
     assert row["pairs"] == 29 * 28 // 2
@@ -198,16 +207,16 @@ def test_wmd_tfidf_against_fold_idf(tmp_path):
     # a "WMD-TF-IDF" equal to TF-IDF (L1/L1) with fold 0's IDF: fold 0 agrees fully
     wmd_tfidf = baseline_matrix(documents, "TF-IDF (L1/L1)", folds[0][0])
     wmd = random_symmetric(np.random.default_rng(7), 30, empty=[4])
-    corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd),
+    corpus = prepare_variant(documents, splits, {"wmd": (doc_ids, wmd),
                                                 "wmd-tfidf": (doc_ids, wmd_tfidf)})
-    table = wmd_vs_bow.analysis_table(corpus, "small", "clean")
+    table = wmd_vs_bow.analysis_table(corpus, "small", "clean", MAX_PAIRS, 0)
     assert table.schema == wmd_vs_bow.WMD_VS_BOW
     bow_row, tfidf_row = table.to_pylist()
     assert (tfidf_row["method_a"], tfidf_row["method_b"]) == ("WMD-TF-IDF", "TF-IDF (L1/L1)")
     assert tfidf_row["nn_agreement_per_fold"][0] == 1.0
     assert tfidf_row["nn_agreement"] == pytest.approx(np.mean(tfidf_row["nn_agreement_per_fold"]))
     # correlations: the mean over folds of each fold's IDF
-    per_fold = [wmd_vs_bow.pair_correlations(
+    per_fold = [pair_correlations(
         wmd_tfidf, baseline_matrix(documents, "TF-IDF (L1/L1)", train)) for train, _ in folds]
     assert per_fold[0].pearson == pytest.approx(1.0)
     assert tfidf_row["pearson"] == pytest.approx(np.mean([c.pearson for c in per_fold]))
@@ -223,8 +232,8 @@ def test_nn_agreement_matches_a_plain_loop():
     documents, splits = small_dataset()
     doc_ids = documents.column("doc_id").to_numpy()
     wmd = random_symmetric(np.random.default_rng(8), 30, empty=[4])
-    corpus = prepare_corpus(documents, splits, {"wmd": (doc_ids, wmd)})
-    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original")
+    corpus = prepare_variant(documents, splits, {"wmd": (doc_ids, wmd)})
+    row = wmd_vs_bow.comparison_row(corpus, "wmd", "small", "original", MAX_PAIRS, 0)
     bow = baseline_matrix(documents, "BOW (L1/L1)")
     for fold, (train, test) in enumerate(io.fold_indices(splits, doc_ids)):
         agree = total = 0
@@ -248,9 +257,10 @@ def test_run_analysis_and_table(tmp_path):
     outputs = []
     for dataset in ("second", "first"):
         out = tmp_path / dataset / "wmd_vs_bow.parquet"
-        written = wmd_vs_bow.run_analysis(tmp_path / "documents.parquet",
-                                        tmp_path / "splits.parquet", {"wmd": tmp_path / "wmd.pq"},
-                                        dataset, "original", out, max_pairs=100, seed=1)
+        written = per_variant.run_analyses(
+            tmp_path / "documents.parquet", tmp_path / "splits.parquet",
+            {"wmd": tmp_path / "wmd.pq"}, dataset, "original", {"wmd_vs_bow": {"max_pairs": 100}},
+            {"wmd_vs_bow": out}, seed=1)["wmd_vs_bow"]
         assert io.read_table(out, wmd_vs_bow.WMD_VS_BOW).equals(written)
         assert written.column("spearman_pairs").to_pylist()[0] <= 100
         outputs.append(out)
@@ -264,7 +274,11 @@ def test_run_analysis_and_table(tmp_path):
     assert "NN agreement per fold" in markdown and "1.000, 1.000" in markdown
 
 
-def test_unknown_wmd_method_is_an_error(tmp_path):
-    with pytest.raises(io.WmdevalError, match="no baseline"):
-        wmd_vs_bow.run_analysis(tmp_path / "d", tmp_path / "s", {"wmd-pca5": tmp_path / "m"},
-                              "x", "original", tmp_path / "out.parquet")
+def test_unknown_wmd_method_is_an_error():
+    documents, splits = small_dataset()
+    doc_ids = documents.column("doc_id").to_numpy()
+    wmd = random_symmetric(np.random.default_rng(8), 30, empty=[4])
+    corpus = prepare_variant(documents, splits, {"wmd-pca5": (doc_ids, wmd)})
+    with pytest.raises(io.WmdevalError, match="no baseline to compare 'wmd-pca5'"):
+        wmd_vs_bow.comparison_row(corpus, "wmd-pca5", "x", "original", MAX_PAIRS, 0)
+    assert wmd_vs_bow.analysis_table(corpus, "x", "original", MAX_PAIRS, 0).num_rows == 0

@@ -247,7 +247,7 @@ def test_dry_run_and_rulegraph_name_every_stage(finished_run):
     for rule in ("ingest", "train_embeddings", "lookup_embeddings", "duplicates", "filter_oov",
                  "select_variant", "wmd_block", "wmd_gather", "wmd_subset", "project_pca",
                  "evaluate", "evaluate_allwords", "collect_scores", "tables", "figure3",
-                 "figure4", "figure5", "wmd_vs_bow", "analyses", "n2o_report",
+                 "figure4", "figure5", "analyses", "wmd_vs_bow_table", "n2o_report",
                  "crossmatch_table", "corpus_distance_table", "ksc_report"):
         assert f'label = "{rule}"' in run.stdout, rule
 

@@ -28,6 +28,7 @@ analyses:
   crossmatch: {enabled: false}
   corpus_distances: {enabled: false}
   ksc: {enabled: false}
+  wmd_vs_bow: {enabled: false}
 wmd:
   blocks: 4
 """

@@ -1,28 +1,5 @@
 # Beyond the paper: how different are the document distances really?
-
-
-rule wmd_vs_bow:
-    input:
-        unpack(analysis_inputs),
-    output:
-        "results/{dataset}/{variant}/analysis/wmd_vs_bow.parquet",
-    log:
-        logged("{dataset}/{variant}/analysis/wmd_vs_bow"),
-    benchmark:
-        benchmarked("{dataset}/{variant}/analysis/wmd_vs_bow")
-    conda:
-        "../../envs/wmdeval.yaml"
-    threads: 1
-    resources:
-        mem_mb=matrix_job_mem_mb,
-        runtime=60,
-    params:
-        wmd=wmd_argument,
-        seed=config["report"]["seed"],
-    shell:
-        "wmdeval wmd-vs-bow --documents {input.documents} --splits {input.splits}"
-        " --wmd {params.wmd:q} --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --seed {params.seed} --out {output} 2> {log}"
+# Code: workflow/wmdeval/analyses/ (per_variant.py runs the enabled analyses in one job).
 
 
 rule wmd_vs_bow_table:
@@ -52,8 +29,8 @@ rule wmd_vs_bow_table:
         " 2> {log}"
 
 
-# N2O, crossmatch, corpus distances and KSC of one dataset variant in one job: they
-# share its documents and matrices, read once (wmdeval/analyses/per_variant.py says why).
+# N2O, crossmatch, corpus distances, KSC and WMD vs BOW of one dataset variant in one job:
+# they share its documents and matrices, read once (wmdeval/analyses/per_variant.py says why).
 rule analyses:
     input:
         unpack(analysis_inputs),

@@ -243,7 +243,9 @@ def per_variant(pattern):
 
 def analysis_outputs():
     """The combined outputs of the analyses switched on in the config."""
-    outputs = ["results/tables/wmd_vs_bow.csv"]
+    outputs = []
+    if ANALYSES["wmd_vs_bow"]["enabled"]:
+        outputs.append("results/tables/wmd_vs_bow.csv")
     if ANALYSES["n2o"]["enabled"]:
         outputs += ["results/figures/n2o.png", "results/tables/n2o_robustness.csv"]
     if ANALYSES["crossmatch"]["enabled"]:

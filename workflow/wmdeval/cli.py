@@ -332,7 +332,7 @@ COMMANDS: tuple[Command, ...] = (
         path("--out", "out_png"))),
     # 7 analyses
     Command("analyses", "analyses.per_variant:run_analyses",
-            "N2O, crossmatch, corpus distances and KSC of one dataset variant", (
+            "WMD vs BOW, N2O, crossmatch, corpus distances and KSC of one dataset variant", (
                 path("--documents", "documents_path"),
                 path("--splits", "splits_path"),
                 WMD_PATHS,
@@ -342,17 +342,6 @@ COMMANDS: tuple[Command, ...] = (
                     "in the config (JSON)", json_value),
                 Arg("--out", "outputs", "an analysis to run and its Parquet table",
                     name_and_path, repeat=True, collect=dict),
-                SEED)),
-    Command("wmd-vs-bow", "analyses.wmd_vs_bow:run_analysis",
-            "correlation and nearest-neighbour agreement of WMD and BOW", (
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"),
-                WMD_PATHS,
-                path("--dataset", "dataset"),
-                path("--variant", "variant"),
-                path("--out", "out_path"),
-                Arg("--max-pairs", "max_pairs",
-                    "pairs sampled (seeded) for Spearman's correlation", int, required=False),
                 SEED)),
     Command("wmd-vs-bow-table", "analyses.wmd_vs_bow:run_analysis_table",
             "combine the WMD-vs-BOW analyses", table_outputs()),

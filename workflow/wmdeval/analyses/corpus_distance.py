@@ -31,18 +31,15 @@ import pyarrow as pa
 
 from ..core import io, schemas
 from ..core.coverage import Expected, require_exact_coverage, sources
+from ..core.groups import comparisons, defined_subset
 from ..core.stats import spearman_rho
-from ..reporting.tables import markdown_table, method_sort_key
-from .crossmatch import comparison_tables, comparisons, defined_subset
-from .n2o import Corpus
+from ..core.variant import Variant
+from ..distances.factory import method_distances
+from ..reporting.tables import comparison_tables, markdown_table, method_sort_key
 
 log = logging.getLogger("wmdeval.analyses.corpus_distance")
 
 MEASURES = ("energy", "ahd")
-#: KSC defaults: K + 1 corpora, R draws, documents per corpus (the paper: 15, 5, 50).
-DEFAULT_K, DEFAULT_R, DEFAULT_CORPUS_SIZE = 10, 5, 50
-#: Documents per group at most for the corpus-distance tables.
-DEFAULT_M = 500
 MEASURE_LABELS = {"energy": "energy distance", "ahd": "average Hausdorff distance"}
 
 
@@ -94,8 +91,8 @@ def group_distances(dist: np.ndarray, in_first: np.ndarray) -> dict[str, float]:
 # --------------------------------------------------------------------------- tables
 
 
-def corpus_distance_rows(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M,
-                         seed: int = 0) -> list[dict]:
+def corpus_distance_rows(corpus: Variant, dataset: str, variant: str, m: int,
+                         seed: int) -> list[dict]:
     """CORPUS_DISTANCES rows: every method x (class pair, train vs test of each fold).
 
     Groups are those of the crossmatch test (seeded samples of up to ``m`` documents
@@ -106,7 +103,7 @@ def corpus_distance_rows(corpus: Corpus, dataset: str, variant: str, m: int = DE
         pooled = np.concatenate([comparison.first, comparison.second])
         in_first = np.arange(len(pooled)) < len(comparison.first)
         for method in corpus.methods:
-            dist = corpus.distances(method, comparison.fold, pooled, pooled)
+            dist = method_distances(corpus, method, comparison.fold).block(pooled, pooled)
             keep = defined_subset(dist)
             first = in_first[keep]
             if first.all() or not first.any():
@@ -120,8 +117,8 @@ def corpus_distance_rows(corpus: Corpus, dataset: str, variant: str, m: int = DE
     return rows
 
 
-def corpus_distance_results(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M,
-                            seed: int = 0) -> pa.Table:
+def corpus_distance_results(corpus: Variant, dataset: str, variant: str, m: int,
+                            seed: int) -> pa.Table:
     """Energy distance and AHD of one dataset variant, every method: between each pair
     of classes (all documents, IDF from all of them) and between train and test of each
     fold (IDF from the fold's training set), as a CORPUS_DISTANCES table."""
@@ -240,10 +237,10 @@ def two_largest_classes(labels: np.ndarray) -> tuple[str, str]:
     return tuple(sorted((str(names[order[0]]), str(names[order[1]]))))
 
 
-def ksc_rows(corpus: Corpus, dataset: str, variant: str, K: int = DEFAULT_K,
-             R: int = DEFAULT_R, corpus_size: int = DEFAULT_CORPUS_SIZE, seed: int = 0,
-             classes: tuple[str, str] | None = None) -> list[dict]:
-    """KSC rows for every method x measure x repetition x corpus pair.
+def ksc_rows(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus_size: int,
+             seed: int, classes: tuple[str, str] | None = None) -> list[dict]:
+    """KSC rows for every method x measure x repetition x corpus pair: K + 1 corpora of
+    ``corpus_size`` documents, R draws (the paper: 15, 5, 50).
 
     Sources are the documents of the two classes with defined distances under every
     method, so all methods see the same corpora; TF-IDF takes its IDF from all
@@ -254,9 +251,9 @@ def ksc_rows(corpus: Corpus, dataset: str, variant: str, K: int = DEFAULT_K,
     class_a, class_b = classes or two_largest_classes(corpus.labels[~corpus.no_words])
     candidates = np.flatnonzero(np.isin(corpus.labels, [class_a, class_b]) & ~corpus.no_words)
     defined = np.ones(len(candidates), dtype=bool)
-    for matrix in corpus.wmd.values():  # baselines are defined for every document with words
+    for wmd in corpus.wmd.values():  # baselines are defined for every document with words
         defined &= np.isin(np.arange(len(candidates)),
-                           defined_subset(matrix[np.ix_(candidates, candidates)]))
+                           defined_subset(wmd.block(candidates, candidates)))
     labels = corpus.labels[candidates]
     source_a = candidates[defined & (labels == class_a)]
     source_b = candidates[defined & (labels == class_b)]
@@ -274,7 +271,7 @@ def ksc_rows(corpus: Corpus, dataset: str, variant: str, K: int = DEFAULT_K,
 
     rows = []
     for method in corpus.methods:
-        dist = corpus.distances(method, None, used, used)
+        dist = method_distances(corpus, method).block(used, used)
         for repetition, corpora in enumerate(draws):
             by_measure = ksc_pair_distances(dist, corpora)
             for measure in MEASURES:
@@ -375,7 +372,7 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
         return save_figure(fig, out_png, svg=False)
 
 
-def ksc_results(corpus: Corpus, dataset: str, variant: str, K: int, R: int, corpus_size: int,
+def ksc_results(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus_size: int,
                 seed: int, classes: tuple[str, str] | None = None) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
     largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table.
@@ -445,8 +442,7 @@ def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
 
 
 __all__ = [
-    "CORPUS_DISTANCES", "KSC", "DEFAULT_K", "DEFAULT_R", "DEFAULT_CORPUS_SIZE", "DEFAULT_M",
-    "energy_distance", "average_hausdorff", "group_distances",
+    "CORPUS_DISTANCES", "KSC", "energy_distance", "average_hausdorff", "group_distances",
     "corpus_distance_rows", "corpus_distance_results", "run_corpus_distance_table",
     "share_from_b", "double_lottery", "ksc_pair_distances", "standardise", "monotonicity",
     "ksc_rows", "ksc_summary", "ksc_results", "ksc_title", "run_ksc_report", "write_ksc_table",

@@ -13,11 +13,10 @@ crossmatches, the better the distance separates them) and train vs test of each 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,15 +27,13 @@ from scipy.special import logsumexp
 
 from ..core import io, schemas
 from ..core.coverage import Expected
-from ..reporting.tables import markdown_table, method_sort_key
-from .n2o import Corpus
+from ..core.groups import comparisons, defined_subset
+from ..core.variant import Variant
+from ..distances.factory import method_distances
+from ..reporting.tables import comparison_tables
 
 log = logging.getLogger("wmdeval.analyses.crossmatch")
 
-#: Documents sampled per group at most (the seed paper used 200 vectors per group).
-DEFAULT_M = 100
-#: How the name of a train-vs-test comparison starts ("train vs test fold 3").
-SPLIT_COMPARISON = "train vs test"
 
 
 # The table written here is documented with the others in schemas.py.
@@ -374,66 +371,10 @@ def crossmatch_test(dist: np.ndarray, in_first: np.ndarray) -> CrossmatchResult:
 # --------------------------------------------------------------------------- datasets
 
 
-@dataclass(frozen=True)
-class Comparison:
-    name: str
-    fold: int | None  # whose training IDF the TF-IDF methods use; None = all documents
-    first: np.ndarray  # document positions of group 1
-    second: np.ndarray
-
-
-def _sample(positions: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    if len(positions) <= m:
-        return np.asarray(positions)
-    return np.sort(rng.choice(positions, size=m, replace=False))
-
-
-def comparisons(corpus: Corpus, m: int, seed: int,
-                class_fold: int | None = None) -> list[Comparison]:
-    """Every pair of classes, then train vs test of every fold, each group a seeded
-    sample of up to ``m`` documents with words (the same samples for every method).
-
-    Classes come from all documents (``class_fold`` None) or that fold's training set.
-    """
-    has_words = ~corpus.no_words
-    scope = (np.arange(len(corpus.doc_ids)) if class_fold is None
-             else corpus.idf_rows(class_fold))
-    scope = scope[has_words[scope]]
-    out = []
-    labels = sorted(set(corpus.labels[scope].tolist()))
-    for index, (a, b) in enumerate(itertools.combinations(labels, 2)):
-        rng = np.random.default_rng([seed, 0, index])
-        out.append(Comparison(f"{a} vs {b}", class_fold,
-                              _sample(scope[corpus.labels[scope] == a], m, rng),
-                              _sample(scope[corpus.labels[scope] == b], m, rng)))
-    for fold, (train, test) in enumerate(corpus.folds):
-        rng = np.random.default_rng([seed, 1, fold])
-        out.append(Comparison(f"{SPLIT_COMPARISON} fold {fold}", fold,
-                              _sample(train[has_words[train]], m, rng),
-                              _sample(test[has_words[test]], m, rng)))
-    return out
-
-
-def defined_subset(dist: np.ndarray) -> np.ndarray:
-    """Indices of the points whose distances are all defined.
-
-    Undefined documents have NaN rows and columns; drop the all-NaN rows, then (should
-    stray NaNs remain) the row with the most of them until none is left.
-    """
-    finite = np.isfinite(dist)
-    np.fill_diagonal(finite, True)
-    keep = finite.sum(axis=1) > 1 if len(dist) > 1 else np.ones(len(dist), dtype=bool)
-    while keep.any():
-        bad = (~finite[np.ix_(keep, keep)]).sum(axis=1)
-        if not bad.any():
-            break
-        keep[np.flatnonzero(keep)[int(bad.argmax())]] = False
-    return np.flatnonzero(keep)
-
-
-def crossmatch_rows(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M, seed: int = 0,
+def crossmatch_rows(corpus: Variant, dataset: str, variant: str, m: int, seed: int,
                     class_fold: int | None = None) -> list[dict]:
-    """CROSSMATCH rows for every method x comparison."""
+    """CROSSMATCH rows for every method x comparison (:func:`wmdeval.core.groups.comparisons`
+    of up to ``m`` documents per group; the seed paper used 200)."""
     rows = []
     for number, comparison in enumerate(comparisons(corpus, m, seed, class_fold)):
         pooled = np.concatenate([comparison.first, comparison.second])
@@ -443,7 +384,7 @@ def crossmatch_rows(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT
         shuffle = np.random.default_rng([seed, 2, number]).permutation(len(pooled))
         pooled, in_first = pooled[shuffle], in_first[shuffle]
         for method in corpus.methods:
-            dist = corpus.distances(method, comparison.fold, pooled, pooled)
+            dist = method_distances(corpus, method, comparison.fold).block(pooled, pooled)
             keep = defined_subset(dist)
             first = in_first[keep]
             if first.all() or not first.any():
@@ -458,8 +399,8 @@ def crossmatch_rows(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT
     return rows
 
 
-def crossmatch_results(corpus: Corpus, dataset: str, variant: str, m: int = DEFAULT_M,
-                       seed: int = 0, class_fold: int | None = None) -> pa.Table:
+def crossmatch_results(corpus: Variant, dataset: str, variant: str, m: int, seed: int,
+                       class_fold: int | None = None) -> pa.Table:
     """The CROSSMATCH table of one dataset variant: every method, each pair of classes,
     and train vs test of each fold."""
     rows = crossmatch_rows(corpus, dataset, variant, m, seed, class_fold)
@@ -471,32 +412,6 @@ def crossmatch_results(corpus: Corpus, dataset: str, variant: str, m: int = DEFA
 
 def _format_p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-
-
-def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
-                      split_cell: Callable[[list[dict]], str]) -> tuple[str, str]:
-    """Markdown tables of per-comparison results (rows of :func:`comparisons`' groups):
-    classes (methods x dataset variant: class pair, ``class_cell`` of the row) and train
-    vs test (methods x dataset variant, ``split_cell`` of the rows of its folds)."""
-    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
-    classes = [r for r in rows if not r["comparison"].startswith(SPLIT_COMPARISON)]
-    columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"]) for r in classes))
-    cells = {(r["method"], r["dataset"], r["variant"], r["comparison"]): class_cell(r)
-             for r in classes}
-    class_table = markdown_table(
-        [[m] + [cells.get((m, *c), "") for c in columns] for m in methods],
-        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns])
-
-    folds: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r["comparison"].startswith(SPLIT_COMPARISON):
-            folds.setdefault((r["method"], r["dataset"], r["variant"]), []).append(r)
-    groups = list(dict.fromkeys((d, v) for _, d, v in folds))
-    split_table = markdown_table(
-        [[m] + [split_cell(folds[(m, *g)]) if (m, *g) in folds else "" for g in groups]
-         for m in methods],
-        ["method"] + [f"{d} ({v})" for d, v in groups])
-    return class_table, split_table
 
 
 def crossmatch_markdown(table: pa.Table) -> str:
@@ -533,8 +448,7 @@ def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.
 
 
 __all__ = [
-    "CROSSMATCH", "DEFAULT_M", "min_distance_perfect_matching", "crossmatch_pairs",
-    "null_distribution",
-    "crossmatch_p_value", "crossmatch_test", "CrossmatchResult", "comparisons",
-    "crossmatch_rows", "crossmatch_results", "run_crossmatch_table",
+    "CROSSMATCH", "min_distance_perfect_matching", "crossmatch_pairs", "null_distribution",
+    "crossmatch_p_value", "crossmatch_test", "CrossmatchResult", "crossmatch_rows",
+    "crossmatch_results", "run_crossmatch_table",
 ]

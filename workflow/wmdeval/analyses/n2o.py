@@ -4,10 +4,7 @@ N2O(A, B) = mean over queries q of |kNN_A(q) ∩ kNN_B(q)| / k: how far two dist
 agree on which documents are near, whatever their scales. Queries are the test
 documents of a fold (or a seeded sample of them) and neighbours come from the fold's
 training documents, exactly as the kNN classifier sees them; ranking uses the kNN tie
-rule (:func:`wmdeval.classification.knn.rank_neighbours`: by distance, then lower doc_id).
-
-This module also holds the helper every analysis module uses to get any method's
-document distances (:class:`Corpus`, :func:`method_distances`).
+rule (:meth:`wmdeval.core.variant.Distances.nearest`: by distance, then lower doc_id).
 """
 
 from __future__ import annotations
@@ -17,141 +14,22 @@ import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import scipy.sparse as sp
 
-from ..classification.knn import rank_neighbours
 from ..core import io, schemas
 from ..core.coverage import Expected, with_method_column
-from ..core.methods import BY_NAME, BY_SLUG, METHODS, Method
 from ..core.stats import spearman_rho
-from ..distances import baselines
+from ..core.variant import Variant
+from ..distances.factory import method_distances
 from ..reporting.tables import method_sort_key, write_table_files
 
 log = logging.getLogger("wmdeval.analyses.n2o")
 
-DEFAULT_KS = (5, 10, 19)
-
 
 # The table written here is documented with the others in schemas.py.
 N2O = schemas.N2O
-
-
-# --------------------------------------------------------------------------- distances
-
-
-def as_method(method: Method | str) -> Method:
-    """A Method from itself, its slug ("bow-l1-l1") or its paper name ("BOW (L1/L1)")."""
-    if isinstance(method, Method):
-        return method
-    found = BY_SLUG.get(method) or BY_NAME.get(method)
-    if found is None:
-        raise io.WmdevalError(f"unknown method {method!r}")
-    return found
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """One dataset variant, ready for distance look-ups.
-
-    Documents are in doc_id order; positions (``rows``, ``cols``, fold lists) index
-    that order. WMD matrices are reordered to it once, so a look-up is plain indexing.
-    """
-
-    doc_ids: np.ndarray
-    labels: np.ndarray  # label string per document
-    counts: sp.csr_matrix
-    no_words: np.ndarray  # documents without words: NaN distances under every method
-    folds: list[tuple[np.ndarray, np.ndarray]]  # (train, test) positions; [] without splits
-    wmd: dict[str, np.ndarray]  # WMD method slug -> square float matrix in doc_id order
-
-    @property
-    def methods(self) -> tuple[Method, ...]:
-        """Methods with distances: every baseline, and the WMD methods given a matrix."""
-        return tuple(m for m in METHODS if not m.is_wmd or m.slug in self.wmd)
-
-    def idf_rows(self, fold: int | None) -> np.ndarray:
-        """Where TF-IDF takes its IDF: the fold's training list (as the kNN evaluation
-        does), or every document when no fold is given."""
-        if fold is None:
-            return np.arange(len(self.doc_ids))
-        if not 0 <= fold < len(self.folds):
-            raise io.WmdevalError(f"fold {fold} does not exist ({len(self.folds)} fold(s))")
-        return self.folds[fold][0]
-
-    def distances(self, method: Method | str, fold: int | None, rows: np.ndarray,
-                  cols: np.ndarray) -> np.ndarray:
-        """Dense float64 distances [len(rows), len(cols)]; NaN where undefined."""
-        method = as_method(method)
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
-        if method.is_wmd:
-            if method.slug not in self.wmd:
-                raise io.WmdevalError(f"no {method.name} distances were given")
-            out = np.array(self.wmd[method.slug][np.ix_(rows, cols)], dtype=np.float64)
-        else:
-            out = baselines.baseline_distances(self.counts, method, self.idf_rows(fold),
-                                               rows, cols)
-        # A document without words has no defined distance under any method (a baseline
-        # would otherwise give it the norm of the other document).
-        out[self.no_words[rows], :] = np.nan
-        out[:, self.no_words[cols]] = np.nan
-        return out
-
-
-def _aligned_matrix(doc_ids: np.ndarray, matrix_ids: np.ndarray, matrix: np.ndarray,
-                    slug: str) -> np.ndarray:
-    """``matrix`` (rows/columns in ``matrix_ids`` order) reordered to ``doc_ids``."""
-    where = {int(d): p for p, d in enumerate(np.asarray(matrix_ids))}
-    missing = [int(d) for d in doc_ids if int(d) not in where]
-    if missing:
-        raise io.WmdevalError(f"{slug} distances lack {len(missing)} document(s), "
-                              f"e.g. doc_id {missing[0]}")
-    index = np.array([where[int(d)] for d in doc_ids], dtype=np.int64)
-    if np.array_equal(index, np.arange(len(matrix_ids))):
-        return np.asarray(matrix)
-    return np.asarray(matrix)[np.ix_(index, index)]
-
-
-def prepare_corpus(documents: pa.Table, splits: pa.Table | None,
-                   wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Corpus:
-    """A :class:`Corpus` from DOCUMENTS, SPLITS (or None) and WMD (doc_ids, matrix) pairs."""
-    documents = documents.sort_by("doc_id")
-    doc_ids = documents.column("doc_id").to_numpy()
-    counts, _ = baselines.count_matrix(documents)
-    folds = io.fold_indices(splits, doc_ids) if splits is not None else []
-    wmd = {slug: _aligned_matrix(doc_ids, ids, matrix, slug)
-           for slug, (ids, matrix) in wmd_matrices.items()}
-    return Corpus(doc_ids=doc_ids,
-                  labels=np.asarray(documents.column("label").to_pylist(), dtype=object),
-                  counts=counts, no_words=np.diff(counts.indptr) == 0, folds=folds, wmd=wmd)
-
-
-def read_corpus(documents_path: str | os.PathLike, splits_path: str | os.PathLike | None,
-                wmd_paths: Mapping[str, str | os.PathLike]) -> Corpus:
-    splits = io.read_splits(splits_path) if splits_path is not None else None
-    return prepare_corpus(io.read_documents(documents_path), splits,
-                          {slug: io.read_distances(path) for slug, path in wmd_paths.items()})
-
-
-def method_distances(documents: pa.Table | Corpus, splits: pa.Table | None,
-                     wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                     method: Method | str, fold: int | None, rows: np.ndarray,
-                     cols: np.ndarray) -> np.ndarray:
-    """Distances of any of the 14 methods between document positions (doc_id order).
-
-    Baselines are computed on the fly with the IDF of ``fold``'s training documents
-    (all documents when ``fold`` is None); WMD methods index ``wmd_matrices[slug]``
-    = (doc_ids, matrix). NaN marks undefined distances (documents without words, or
-    without TF-IDF mass for WMD-TF-IDF). Pass a prepared :class:`Corpus` as
-    ``documents`` to skip the set-up when calling this many times.
-    """
-    corpus = documents if isinstance(documents, Corpus) else prepare_corpus(
-        documents, splits, wmd_matrices)
-    return corpus.distances(method, fold, rows, cols)
 
 
 # --------------------------------------------------------------------------- N2O
@@ -183,22 +61,23 @@ def sample_queries(test: np.ndarray, queries: int | None, seed: int, fold: int) 
     return np.sort(rng.choice(test, size=queries, replace=False))
 
 
-def fold_neighbours(corpus: Corpus, fold: int, query_pos: np.ndarray,
+def fold_neighbours(corpus: Variant, fold: int, query_pos: np.ndarray,
                     k_max: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per method (paper name): the k_max nearest training positions of every query;
-    and which queries have a defined distance to some training document under every
-    method (the others are skipped, so all pairs compare the same queries)."""
+    """Per method (paper name): the k_max nearest training documents of every query, as
+    indices into the fold's training list (-1: none); and which queries have a defined
+    distance to some training document under every method (the others are skipped, so
+    all pairs compare the same queries). TF-IDF takes the IDF of the fold's training list."""
     train = corpus.folds[fold][0]
     neighbours, usable = {}, np.ones(len(query_pos), dtype=bool)
     for method in corpus.methods:
-        dist = corpus.distances(method, fold, query_pos, train)
-        usable &= np.isfinite(dist).any(axis=1)
-        neighbours[method.name] = rank_neighbours(dist, k_max)
+        found = method_distances(corpus, method, fold).nearest(query_pos, train, k_max)
+        usable &= found.index[:, 0] >= 0
+        neighbours[method.name] = found.index
     return neighbours, usable
 
 
-def n2o_rows(corpus: Corpus, dataset: str, variant: str, ks: Sequence[int] = DEFAULT_KS,
-             queries: int | None = None, seed: int = 0) -> list[dict]:
+def n2o_rows(corpus: Variant, dataset: str, variant: str, ks: Sequence[int],
+             queries: int | None, seed: int) -> list[dict]:
     """N2O rows (the N2O schema) for every method pair x k x fold."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -225,7 +104,7 @@ def n2o_rows(corpus: Corpus, dataset: str, variant: str, ks: Sequence[int] = DEF
     return rows
 
 
-def n2o_results(corpus: Corpus, dataset: str, variant: str, ks: Sequence[int],
+def n2o_results(corpus: Variant, dataset: str, variant: str, ks: Sequence[int],
                 queries: int | None, seed: int) -> pa.Table:
     """The N2O table of one dataset variant. ``queries``: None = every test document
     of each fold, else a seeded sample of that many per fold."""
@@ -353,7 +232,6 @@ def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.Pat
 
 
 __all__ = [
-    "N2O", "DEFAULT_KS", "Corpus", "prepare_corpus", "read_corpus", "method_distances", "as_method",
-    "overlap_counts", "nearest_neighbour_overlap", "n2o_rows", "n2o_results", "rank_robustness",
-    "run_n2o_report",
+    "N2O", "overlap_counts", "nearest_neighbour_overlap", "fold_neighbours", "n2o_rows",
+    "n2o_results", "rank_robustness", "run_n2o_report",
 ]

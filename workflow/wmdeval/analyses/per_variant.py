@@ -1,15 +1,15 @@
-"""The per-variant part of the four classifier-free analyses, in one process.
+"""The per-variant part of the five classifier-free analyses, in one process.
 
 N2O (:mod:`wmdeval.analyses.n2o`), crossmatch tests (:mod:`wmdeval.analyses.crossmatch`),
-corpus distances and known-similarity corpora (:mod:`wmdeval.analyses.corpus_distance`) each
-live in their own module, with their own table or figure rule. For one dataset variant they
-all read the same documents and WMD matrices, so the workflow runs the enabled ones in one
-job:
+corpus distances and known-similarity corpora (:mod:`wmdeval.analyses.corpus_distance`),
+and WMD against BOW (:mod:`wmdeval.analyses.wmd_vs_bow`) each live in their own module,
+with their own table or figure rule. For one dataset variant they all read the same
+documents and WMD matrices, so the workflow runs the enabled ones in one job:
 
 - the matrices are read, and held in memory, once rather than once per analysis (on
   20news the two float32 WMD matrices take 2.8 GB);
 - on the demo, each analysis's own work is a fraction of a second, less than starting a
-  Python process with numpy, pyarrow and scipy; one job instead of four is what keeps
+  Python process with numpy, pyarrow and scipy; one job instead of five is what keeps
   the analyses under a fifth of the demo's run time (README "Analyses").
 
 Every table is computed before any is written, so a failing analysis leaves none.
@@ -17,6 +17,7 @@ Every table is computed before any is written, so a failing analysis leaves none
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -25,45 +26,58 @@ from collections.abc import Callable, Mapping
 import pyarrow as pa
 
 from ..core import io, schemas
-from . import corpus_distance, crossmatch, n2o
+from ..core.variant import Variant
+from ..distances.factory import read_variant
+from . import corpus_distance, crossmatch, n2o, wmd_vs_bow
 
 log = logging.getLogger("wmdeval.analyses.per_variant")
 
 #: analysis name (as under ``analyses:`` in the config) -> (results function, schema).
-#: Each function takes (corpus, dataset, variant, seed=..., **settings), the settings
+#: Each function takes (variant data, dataset, variant, seed=..., **settings), the settings
 #: being that analysis's config keys other than ``enabled``.
 ANALYSES: dict[str, tuple[Callable[..., pa.Table], pa.Schema]] = {
     "n2o": (n2o.n2o_results, schemas.N2O),
     "crossmatch": (crossmatch.crossmatch_results, schemas.CROSSMATCH),
     "corpus_distances": (corpus_distance.corpus_distance_results, schemas.CORPUS_DISTANCES),
     "ksc": (corpus_distance.ksc_results, schemas.KSC),
-}
-
-_SETTINGS = {
-    "n2o": {"ks", "queries"},
-    "crossmatch": {"m"},
-    "corpus_distances": {"m"},
-    "ksc": {"K", "R", "corpus_size"},
+    "wmd_vs_bow": (wmd_vs_bow.analysis_table, schemas.WMD_VS_BOW),
 }
 
 
-def check_request(outputs: Mapping[str, object], settings: Mapping[str, Mapping]) -> None:
-    """Every output names a known analysis that has its settings, and nothing else."""
+@functools.cache
+def _schema_settings() -> dict[str, dict]:
+    """analysis name -> its settings' defaults, from the config schema (``enabled`` left out)."""
+    from ..core import config
+
+    return {name: {k: v for k, v in config.defaults("analyses", name).items() if k != "enabled"}
+            for name in ANALYSES}
+
+
+def check_request(outputs: Mapping[str, object],
+                  settings: Mapping[str, Mapping]) -> dict[str, dict]:
+    """Every output names a known analysis, and its settings are among the analysis's
+    config keys. Returns each requested analysis's settings, the schema's default for any
+    key not given."""
+    defaults = _schema_settings()
+    complete = {}
     for name in outputs:
         if name not in ANALYSES:
             raise io.WmdevalError(f"unknown analysis '{name}' (expected one of "
                                   f"{', '.join(ANALYSES)})")
-        given = set(settings.get(name, {}))
-        if given != _SETTINGS[name]:
-            raise io.WmdevalError(
-                f"analysis '{name}': settings {sorted(given)}, expected exactly "
-                f"{sorted(_SETTINGS[name])}")
+        given = dict(settings.get(name, {}))
+        unknown = sorted(set(given) - set(defaults[name]))
+        if unknown:
+            raise io.WmdevalError(f"analysis '{name}': unknown setting(s) {unknown}, expected "
+                                  f"some of {sorted(defaults[name])}")
+        complete[name] = {**defaults[name], **given}
+    return complete
 
 
-def analysis_results(corpus: n2o.Corpus, dataset: str, variant: str,
+def analysis_results(corpus: Variant, dataset: str, variant: str,
                      settings: Mapping[str, Mapping], names: list[str],
                      seed: int) -> dict[str, pa.Table]:
-    """The tables of the analyses ``names`` on one prepared corpus."""
+    """The tables of the analyses ``names`` on one prepared variant (``settings``: every
+    key of each, as :func:`check_request` returns them)."""
     tables = {}
     for name in names:
         results, _ = ANALYSES[name]
@@ -81,8 +95,8 @@ def run_analyses(documents_path: str | os.PathLike, splits_path: str | os.PathLi
     """Run the analyses named in ``outputs`` (name -> Parquet path) on one dataset
     variant and write each table. ``wmd_paths``: WMD method slug -> DISTANCES file (a
     WMD method without one is left out); ``settings``: the ``analyses:`` config."""
-    check_request(outputs, settings)
-    corpus = n2o.read_corpus(documents_path, splits_path, wmd_paths)
+    settings = check_request(outputs, settings)
+    corpus = read_variant(documents_path, splits_path, wmd_paths)
     names = [name for name in ANALYSES if name in outputs]
     tables = analysis_results(corpus, dataset, variant, settings, names, seed)
     for name in names:

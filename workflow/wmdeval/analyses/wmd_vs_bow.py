@@ -8,7 +8,7 @@ Two views of the resemblance, per dataset variant:
   uniform sample of at most ``max_pairs`` pairs (all of them when there are fewer);
 - nearest-neighbour agreement: the share of test documents whose nearest training
   document is the same under both distances, with the kNN ranking and tie rule
-  (:func:`wmdeval.classification.knn.rank_neighbours`), fold by fold.
+  (:meth:`wmdeval.core.variant.Distances.nearest`), fold by fold.
 
 The TF-IDF baseline takes its IDF from each fold's training documents, as in the kNN
 evaluation, so for it both views are computed per fold and averaged over the folds.
@@ -21,27 +21,24 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from ..classification.knn import rank_neighbours
 from ..core import io, schemas
 from ..core.coverage import Expected, with_method_column
-from ..core.methods import BY_NAME, BY_SLUG, Method
+from ..core.methods import BY_NAME, BY_SLUG
 from ..core.stats import spearman_rho
-from ..distances import baselines
+from ..core.variant import Distances, Variant, rank_neighbours
+from ..distances.factory import method_distances
 from ..reporting.tables import VARIANT_ORDER, write_table_files
-from .n2o import Corpus, read_corpus
 
 log = logging.getLogger("wmdeval.analyses.wmd_vs_bow")
 
 #: Which baseline each WMD method is compared with (by WMD method slug).
 COMPARED_WITH = {"wmd": "BOW (L1/L1)", "wmd-tfidf": "TF-IDF (L1/L1)"}
-
-DEFAULT_MAX_PAIRS = 1_000_000
 
 #: Distances handled per row block: bounds the memory of the correlation and
 #: nearest-neighbour passes to a few arrays of this many float64.
@@ -52,9 +49,6 @@ TITLE = "WMD resembles BOW (L1/L1): correlations and nearest-neighbour agreement
 
 # The table written here is documented with the others in schemas.py.
 WMD_VS_BOW = schemas.WMD_VS_BOW
-
-#: ``block(rows, cols)`` -> float64 distances [len(rows), len(cols)], NaN where undefined.
-DistanceBlock = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 # --------------------------------------------------------------------------- correlations
@@ -117,29 +111,19 @@ def sample_pair_indices(n_pairs: int, max_pairs: int, seed: int) -> np.ndarray |
     return np.sort(chosen)
 
 
-def _as_block(distances: np.ndarray | DistanceBlock) -> DistanceBlock:
-    if callable(distances):
-        return distances
-    matrix = np.asarray(distances)
-    return lambda rows, cols: np.asarray(matrix[np.ix_(rows, cols)], dtype=np.float64)
+def pair_correlations(distances_a: Distances, distances_b: Distances, max_pairs: int,
+                      seed: int = 0, block_rows: int | None = None) -> Correlations:
+    """Pearson and Spearman correlations of two distances over the document pairs i < j
+    where both are defined.
 
-
-def pair_correlations(distances_a: np.ndarray, distances_b: np.ndarray | DistanceBlock,
-                      max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0,
-                      block_rows: int | None = None) -> Correlations:
-    """Pearson and Spearman correlations of two distances over the pairs i < j where
-    both are finite.
-
-    ``distances_a`` is a square matrix; ``distances_b`` one of the same shape or a
-    ``block(rows, cols)`` callable, asked for one block of rows at a time (with the
-    columns right of the block's first row). Spearman's uses a seeded uniform sample
-    of at most ``max_pairs`` of all pairs i < j, keeping the sampled pairs that are
-    finite; with ``max_pairs`` or fewer pairs in all, it uses every finite pair.
+    Both distances are over the same documents, asked for one block of rows at a time
+    (with the columns right of the block's first row). Spearman's uses a seeded uniform
+    sample of at most ``max_pairs`` of all pairs i < j, keeping the sampled pairs that
+    are finite; with ``max_pairs`` or fewer pairs in all, it uses every finite pair.
     """
-    n = distances_a.shape[0]
-    if distances_a.shape != (n, n):
-        raise ValueError(f"need a square matrix, got shape {distances_a.shape}")
-    block_b = _as_block(distances_b)
+    n = distances_a.n_documents
+    if distances_b.n_documents != n:
+        raise ValueError(f"distances over {n} and {distances_b.n_documents} documents")
     block_rows = block_rows or max(1, _BLOCK_CELLS // max(n, 1))
     n_pairs = n * (n - 1) // 2
     sample = sample_pair_indices(n_pairs, max_pairs, seed)
@@ -151,8 +135,8 @@ def pair_correlations(distances_a: np.ndarray, distances_b: np.ndarray | Distanc
         # row r of the block pairs with the columns right of it; row-major order, so the
         # k-th value is pair number pairs_before_row(start) + k
         upper = cols[None, :] > rows[:, None]
-        a = np.asarray(distances_a[start:stop, start + 1:], dtype=np.float64)[upper]
-        b = np.asarray(block_b(rows, cols), dtype=np.float64)[upper]
+        a = distances_a.block(rows, cols)[upper]
+        b = distances_b.block(rows, cols)[upper]
         finite = np.isfinite(a) & np.isfinite(b)
         moments.add(a[finite], b[finite])
         if sample is None:
@@ -191,15 +175,15 @@ def neighbour_agreement(neighbours_a: np.ndarray, neighbours_b: np.ndarray) -> f
     return float(np.mean(neighbours_a[both] == neighbours_b[both]))
 
 
-def fold_agreement(block_a: DistanceBlock, block_b: DistanceBlock, train: np.ndarray,
+def fold_agreement(distances_a: Distances, distances_b: Distances, train: np.ndarray,
                    test: np.ndarray) -> float:
     """Nearest-neighbour agreement of one fold: test documents against training ones."""
     block_rows = max(1, _BLOCK_CELLS // max(len(train), 1))
     neighbours_a, neighbours_b = [], []
     for start in range(0, len(test), block_rows):
         queries = test[start:start + block_rows]
-        neighbours_a.append(nearest_neighbours(block_a(queries, train)))
-        neighbours_b.append(nearest_neighbours(block_b(queries, train)))
+        neighbours_a.append(distances_a.nearest(queries, train, 1).index[:, 0])
+        neighbours_b.append(distances_b.nearest(queries, train, 1).index[:, 0])
     if not neighbours_a:
         return math.nan
     return neighbour_agreement(np.concatenate(neighbours_a), np.concatenate(neighbours_b))
@@ -208,34 +192,13 @@ def fold_agreement(block_a: DistanceBlock, block_b: DistanceBlock, train: np.nda
 # --------------------------------------------------------------------------- a dataset
 
 
-def _wmd_block(corpus: Corpus, method: Method) -> DistanceBlock:
-    return lambda rows, cols: corpus.distances(method, None, rows, cols)
-
-
-def _baseline_block(corpus: Corpus, method: Method, fold: int | None) -> DistanceBlock:
-    """Baseline distances with the IDF of ``fold``'s training documents; the vectors are
-    weighted once, not per block. NaN for documents without words, as in a WMD matrix."""
-    idf = (baselines.idf_from_training(corpus.counts, corpus.idf_rows(fold))
-           if method.weighting == "tfidf" else None)
-    vectors = baselines.weighted(corpus.counts, method, idf)
-
-    def block(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        out = baselines.distances(vectors, rows, cols, method.metric,
-                                  unit_rows=baselines.has_unit_rows(method))
-        out[corpus.no_words[rows], :] = np.nan
-        out[:, corpus.no_words[cols]] = np.nan
-        return out
-
-    return block
-
-
 def _mean(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return float(np.mean(finite)) if finite else math.nan
 
 
-def comparison_row(corpus: Corpus, wmd_slug: str, dataset: str, variant: str,
-                   max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0) -> dict:
+def comparison_row(corpus: Variant, wmd_slug: str, dataset: str, variant: str, max_pairs: int,
+                   seed: int) -> dict:
     """One WMD_VS_BOW row: a WMD method against the baseline it is compared with."""
     if wmd_slug not in COMPARED_WITH:
         raise io.WmdevalError(f"no baseline to compare {wmd_slug!r} with; expected one of "
@@ -243,14 +206,14 @@ def comparison_row(corpus: Corpus, wmd_slug: str, dataset: str, variant: str,
     method_a, method_b = BY_SLUG[wmd_slug], BY_NAME[COMPARED_WITH[wmd_slug]]
     if not corpus.folds:
         raise io.WmdevalError(f"{dataset}/{variant}: the splits have no folds")
-    wmd_matrix, wmd_block = corpus.wmd[wmd_slug], _wmd_block(corpus, method_a)
+    wmd = method_distances(corpus, method_a)
     # BOW does not depend on the fold: one pass serves every fold.
     correlation_folds = (list(range(len(corpus.folds))) if method_b.weighting == "tfidf"
                          else [None])
-    correlations = [pair_correlations(wmd_matrix, _baseline_block(corpus, method_b, fold),
+    correlations = [pair_correlations(wmd, method_distances(corpus, method_b, fold),
                                       max_pairs, seed)
                     for fold in correlation_folds]
-    per_fold = [fold_agreement(wmd_block, _baseline_block(corpus, method_b, fold), train, test)
+    per_fold = [fold_agreement(wmd, method_distances(corpus, method_b, fold), train, test)
                 for fold, (train, test) in enumerate(corpus.folds)]
     row = {
         "dataset": dataset, "variant": variant,
@@ -270,30 +233,14 @@ def comparison_row(corpus: Corpus, wmd_slug: str, dataset: str, variant: str,
     return row
 
 
-def analysis_table(corpus: Corpus, dataset: str, variant: str,
-                   max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0) -> pa.Table:
-    """WMD_VS_BOW rows for every WMD method of the corpus, in Table 2 order."""
+def analysis_table(corpus: Variant, dataset: str, variant: str, max_pairs: int,
+                   seed: int) -> pa.Table:
+    """WMD_VS_BOW rows for every WMD method of the variant that has a baseline to be
+    compared with (WMD, WMD-TF-IDF), in Table 2 order; Spearman's over a seeded sample
+    of at most ``max_pairs`` document pairs."""
     rows = [comparison_row(corpus, slug, dataset, variant, max_pairs, seed)
             for slug in COMPARED_WITH if slug in corpus.wmd]
     return pa.Table.from_pylist(rows, schema=WMD_VS_BOW)
-
-
-def run_analysis(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-                 wmd_paths: Mapping[str, str | os.PathLike], dataset: str, variant: str,
-                 out_path: str | os.PathLike, max_pairs: int = DEFAULT_MAX_PAIRS,
-                 seed: int = 0) -> pa.Table:
-    """Read the inputs, compare every given WMD matrix with its baseline, write Parquet.
-
-    ``wmd_paths`` maps a WMD method slug ("wmd", "wmd-tfidf") to its DISTANCES file.
-    """
-    unknown = sorted(set(wmd_paths) - set(COMPARED_WITH))
-    if unknown:
-        raise io.WmdevalError(f"no baseline to compare {', '.join(unknown)} with; expected "
-                              f"{', '.join(COMPARED_WITH)}")
-    corpus = read_corpus(documents_path, splits_path, wmd_paths)
-    table = analysis_table(corpus, dataset, variant, max_pairs, seed)
-    io.write_table(table, out_path, WMD_VS_BOW)
-    return table
 
 
 # --------------------------------------------------------------------------- the table
@@ -358,6 +305,5 @@ def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.Pa
 __all__ = [
     "COMPARED_WITH", "WMD_VS_BOW", "Correlations", "pair_correlations",
     "sample_pair_indices", "pairs_before_row", "nearest_neighbours", "neighbour_agreement",
-    "fold_agreement", "comparison_row", "analysis_table", "run_analysis",
-    "run_analysis_table",
+    "fold_agreement", "comparison_row", "analysis_table", "run_analysis_table",
 ]

@@ -137,17 +137,16 @@ def fold_indices(splits: pa.Table, doc_ids: np.ndarray) -> list[tuple[np.ndarray
     Positions keep the order of ``doc_ids`` (which is sorted), so "lower training
     index" in the tie rules means "lower doc_id".
     """
-    position = {int(d): p for p, d in enumerate(doc_ids)}
+    from .variant import positions  # variant imports this module
+
     folds = splits.column("fold").to_numpy()
     ids = splits.column("doc_id").to_numpy()
     subset = np.asarray(splits.column("subset").to_pylist())
+    where = positions(doc_ids, ids, "the documents (named in the splits)")
     out = []
     for fold in np.unique(folds):
         sel = folds == fold
-        try:
-            train = np.sort([position[int(d)] for d in ids[sel & (subset == "train")]])
-            test = np.sort([position[int(d)] for d in ids[sel & (subset == "test")]])
-        except KeyError as exc:
-            raise WmdevalError(f"splits name document {exc} that is not in the documents") from None
+        train = np.sort(where[sel & (subset == "train")])
+        test = np.sort(where[sel & (subset == "test")])
         out.append((train.astype(np.int64), test.astype(np.int64)))
     return out

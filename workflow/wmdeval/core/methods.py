@@ -71,6 +71,18 @@ def pca_wmd(dim: int) -> Method:
     return Method(f"wmd-pca{dim}", pca_method_name("WMD", dim), "bow", None, None)
 
 
+def as_method(method: Method | str) -> Method:
+    """A Method from itself, its slug ("bow-l1-l1") or its paper name ("BOW (L1/L1)")."""
+    if isinstance(method, Method):
+        return method
+    found = BY_SLUG.get(method) or BY_NAME.get(method)
+    if found is None:
+        from .io import WmdevalError
+
+        raise WmdevalError(f"unknown method {method!r}")
+    return found
+
+
 def method_by_slug(slug: str) -> Method:
     """One of the 14 methods, or a PCA WMD ("wmd-pca5")."""
     if slug in BY_SLUG:

@@ -35,7 +35,9 @@ from ..core.io import (
     read_splits,
     read_table,
 )
+from ..core.variant import positions
 from ..distances import baselines
+from ..distances.factory import BaselineDistances
 from . import tables as report
 
 if TYPE_CHECKING:  # POT (imported by the solver) takes a second to load: only Figure 4 needs it
@@ -585,12 +587,8 @@ def _panel_blocks(fig: Figure, titles: Sequence[str | None], n_panels: int,
 
 def documents_in_order(documents: pa.Table, doc_ids: np.ndarray) -> pa.Table:
     """The rows of ``documents`` for ``doc_ids``, in that order (a distance matrix's)."""
-    position = {int(d): p for p, d in enumerate(documents.column("doc_id").to_pylist())}
-    try:
-        rows = [position[int(d)] for d in doc_ids]
-    except KeyError as exc:
-        raise WmdevalError(f"distance matrix names document {exc} that is not in the "
-                           "documents") from None
+    rows = positions(documents.column("doc_id").to_numpy(), doc_ids,
+                     "the documents (named by the distance matrix)")
     return documents.take(pa.array(rows, type=pa.int64()))
 
 
@@ -601,16 +599,14 @@ def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
     Documents without words get NaN rows and columns, as in a WMD matrix.
     """
     counts, _ = baselines.count_matrix(documents_in_order(documents, doc_ids))
-    method = methods.BY_SLUG["bow-l1-l1"]
     everyone = np.arange(len(doc_ids))
+    # BOW has no IDF, so the training positions do not matter.
+    bow = BaselineDistances(counts, methods.BY_SLUG["bow-l1-l1"], everyone,
+                            np.diff(counts.indptr) == 0)
     out = np.empty((len(doc_ids), len(doc_ids)), dtype=np.float32)
     for start in range(0, len(doc_ids), block_rows):
         block = everyone[start:start + block_rows]
-        # BOW has no IDF, so the "training rows" argument does not matter.
-        out[block] = baselines.baseline_distances(counts, method, everyone, block, everyone)
-    empty = counts.getnnz(axis=1) == 0
-    out[empty, :] = np.nan
-    out[:, empty] = np.nan
+        out[block] = bow.block(block, everyone)
     return out
 
 

@@ -12,7 +12,7 @@ import csv
 import io as stdio
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ..core import methods as methods_module
 from ..core import schemas
 from ..core.coverage import Expected, expects_rows, require_exact_coverage
 from ..core.coverage import sources as coverage_sources
+from ..core.groups import SPLIT_COMPARISON
 from ..core.io import WmdevalError, read_table, read_tables, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
@@ -218,6 +219,33 @@ def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
+                      split_cell: Callable[[list[dict]], str]) -> tuple[str, str]:
+    """Markdown tables of per-comparison results (rows of the groups of
+    :func:`wmdeval.core.groups.comparisons`): classes (methods x dataset variant: class
+    pair, ``class_cell`` of the row) and train vs test (methods x dataset variant,
+    ``split_cell`` of the rows of its folds)."""
+    methods = sorted({r["method"] for r in rows}, key=method_sort_key)
+    classes = [r for r in rows if not r["comparison"].startswith(SPLIT_COMPARISON)]
+    columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"]) for r in classes))
+    cells = {(r["method"], r["dataset"], r["variant"], r["comparison"]): class_cell(r)
+             for r in classes}
+    class_table = markdown_table(
+        [[m] + [cells.get((m, *c), "") for c in columns] for m in methods],
+        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns])
+
+    folds: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["comparison"].startswith(SPLIT_COMPARISON):
+            folds.setdefault((r["method"], r["dataset"], r["variant"]), []).append(r)
+    groups = list(dict.fromkeys((d, v) for _, d, v in folds))
+    split_table = markdown_table(
+        [[m] + [split_cell(folds[(m, *g)]) if (m, *g) in folds else "" for g in groups]
+         for m in methods],
+        ["method"] + [f"{d} ({v})" for d, v in groups])
+    return class_table, split_table
 
 
 def write_table_files(rows: Sequence[Sequence[str]], header: Sequence[str],

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...core import io, schemas
+from ...core.variant import positions
 from .pairs import plan_blocks, row_starts, solve_order
 from .solver import WmdInputs, prepare, reorder, solve_block
 
@@ -112,13 +113,7 @@ def submatrix(doc_ids: np.ndarray, matrix: np.ndarray, keep_ids: np.ndarray) -> 
     ``matrix``: [n, n] of any dtype, values copied unchanged (NaN stays NaN). A doc_id of
     ``keep_ids`` not in ``doc_ids`` is a WmdevalError.
     """
-    position = {int(d): p for p, d in enumerate(doc_ids)}
-    missing = [int(d) for d in keep_ids if int(d) not in position]
-    if missing:
-        raise io.WmdevalError(
-            f"{len(missing)} document(s) not in the distance matrix, e.g. doc_id {missing[0]}"
-        )
-    keep = np.array([position[int(d)] for d in keep_ids], dtype=np.int64)
+    keep = positions(doc_ids, keep_ids, "the distance matrix")
     return matrix[np.ix_(keep, keep)]
 
 

@@ -1,0 +1,131 @@
+"""Any method's distances over a dataset variant: the one factory classification and the
+analyses get them from.
+
+A WMD method's distances are its matrix, read and reordered to doc_id order once
+(:class:`wmdeval.core.variant.DenseDistances`). The 12 baselines are computed on the
+fly (:class:`BaselineDistances`): they are cheap, and TF-IDF depends on which documents
+the IDF comes from (a fold's training list in the kNN evaluation).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import scipy.sparse as sp
+
+from ..core import io
+from ..core.methods import BY_SLUG, Method, as_method
+from ..core.variant import DenseDistances, Distances, Variant
+from . import baselines
+
+
+class BaselineDistances(Distances):
+    """One of the 12 BOW / TF-IDF baselines between the documents of a variant.
+
+    ``counts``: word counts [documents x vocabulary] in doc_id order; ``training``: the
+    positions TF-IDF takes its IDF from (ignored by BOW); ``empty``: the documents
+    without words. The vectors are weighted once; each block costs only its pairs, and a
+    pair's distance does not depend on the block it is computed in (bit for bit), so
+    blocks can be sliced from a larger one (:meth:`precompute`). ``n_jobs`` threads share
+    a block; the numbers do not depend on it.
+    """
+
+    def __init__(self, counts: sp.csr_matrix, method: Method, training: np.ndarray,
+                 empty: np.ndarray, n_jobs: int = 1):
+        if method.is_wmd:
+            raise ValueError(f"{method.name} is not a baseline")
+        super().__init__(empty)
+        idf = (baselines.idf_from_training(counts, training) if method.weighting == "tfidf"
+               else None)
+        self.method = method
+        self.vectors = baselines.weighted(counts, method, idf)
+        self.n_jobs = n_jobs
+        self._stored: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def precompute(self, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Compute the block between ``rows`` and ``cols`` (sorted, unique) now; every
+        later block within it is sliced from it instead of computed again."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        self._stored = (rows, cols, self._compute(rows, cols))
+
+    def _compute(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return baselines.distances(self.vectors, rows, cols, self.method.metric, self.n_jobs,
+                                   unit_rows=baselines.has_unit_rows(self.method))
+
+    def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        if self._stored is not None:
+            stored_rows, stored_cols, stored = self._stored
+            row_at = _within(stored_rows, rows)
+            col_at = _within(stored_cols, cols)
+            if row_at is not None and col_at is not None:
+                return stored[np.ix_(row_at, col_at)]
+        return self._compute(rows, cols)
+
+
+def _within(ordered: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """Indices of ``wanted`` in the sorted ``ordered``; None if one is not there."""
+    at = np.searchsorted(ordered, wanted)
+    inside = at < len(ordered)
+    if not inside.all() or not np.array_equal(ordered[at], wanted):
+        return None
+    return at
+
+
+def method_distances(variant: Variant, method: Method | str, fold: int | None = None, *,
+                     training: np.ndarray | None = None, n_jobs: int = 1) -> Distances:
+    """The distances of ``variant``'s documents under ``method`` (a Method, its slug or
+    its paper name).
+
+    TF-IDF baselines take their IDF from ``training`` (positions) if given, else from
+    ``fold``'s training list, else from every document; BOW baselines and WMD methods
+    do not depend on either. A WMD method needs its matrix in the variant.
+    """
+    method = as_method(method)
+    if method.is_wmd:
+        if method.slug not in variant.wmd:
+            raise io.WmdevalError(f"no {method.name} distances were given")
+        return variant.wmd[method.slug]
+    if training is not None and fold is not None:
+        raise ValueError("give the IDF's training documents as a fold or as positions, not both")
+    if training is None:
+        training = variant.training(fold)
+    return BaselineDistances(variant.counts, method, training, variant.empty(method), n_jobs)
+
+
+def _matrix_name(slug: str) -> str:
+    method = BY_SLUG.get(slug)
+    return f"{method.name if method else slug} distances"
+
+
+def prepare_variant(documents: pa.Table, splits: pa.Table | None,
+                    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Variant:
+    """A :class:`Variant` from DOCUMENTS, SPLITS (or None: no folds) and WMD matrices
+    (method slug -> (doc_ids, square matrix), as :func:`wmdeval.core.io.read_distances`
+    returns them); each matrix must hold every document."""
+    documents = documents.sort_by("doc_id")
+    doc_ids = documents.column("doc_id").to_numpy()
+    counts, _ = baselines.count_matrix(documents)
+    no_words = np.diff(counts.indptr) == 0
+    folds = io.fold_indices(splits, doc_ids) if splits is not None else []
+    wmd = {slug: DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
+           for slug, (ids, matrix) in wmd_matrices.items()}
+    return Variant(doc_ids=doc_ids,
+                   labels=np.asarray(documents.column("label").to_pylist(), dtype=object),
+                   y=documents.column("y").to_numpy().astype(np.int64),
+                   counts=counts, folds=folds, wmd=wmd)
+
+
+def read_variant(documents_path: str | os.PathLike, splits_path: str | os.PathLike | None,
+                 wmd_paths: Mapping[str, str | os.PathLike]) -> Variant:
+    """:func:`prepare_variant` from files: DOCUMENTS, SPLITS (or None) and WMD method slug
+    -> DISTANCES file."""
+    splits = io.read_splits(splits_path) if splits_path is not None else None
+    return prepare_variant(io.read_documents(documents_path), splits,
+                           {slug: io.read_distances(path) for slug, path in wmd_paths.items()})
+
+
+__all__ = ["BaselineDistances", "method_distances", "prepare_variant", "read_variant"]
