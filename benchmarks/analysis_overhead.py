@@ -31,8 +31,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ANALYSES = ("n2o", "crossmatch", "corpus_distances", "ksc", "wmd_vs_bow")
 NO_ANALYSES = "analyses:\n" + "".join(f"  {name}: {{enabled: false}}\n" for name in ANALYSES)
-ANALYSIS_RULES = ("analyses", "wmd_vs_bow_table", "n2o_report", "crossmatch_table",
-                  "corpus_distance_table", "ksc_report")
+ANALYSIS_RULES = (
+    "analyses",
+    "wmd_vs_bow_table",
+    "n2o_report",
+    "crossmatch_table",
+    "corpus_distance_table",
+    "ksc_report",
+)
 
 
 def children_cpu() -> float:
@@ -60,18 +66,26 @@ def fresh_copy(tmp: str) -> Path:
 
 
 def one_repeat(cores: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as without_dir, \
-            tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as with_dir:
+    with (
+        tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as without_dir,
+        tempfile.TemporaryDirectory(prefix="wmdeval-overhead-") as with_dir,
+    ):
         without = fresh_copy(without_dir)
-        wall_without, cpu_without = snakemake(without, cores, "--configfile",
-                                              "config/config.yaml", "no_analyses.yaml")
+        wall_without, cpu_without = snakemake(
+            without, cores, "--configfile", "config/config.yaml", "no_analyses.yaml"
+        )
         full = fresh_copy(with_dir)
         wall_with, cpu_with = snakemake(full, cores)
         wall_noop, cpu_noop = snakemake(full, cores)
         wall_rerun, cpu_rerun = snakemake(full, cores, "--forcerun", *ANALYSIS_RULES)
-    return {"wall_without": wall_without, "cpu_without": cpu_without,
-            "wall_with": wall_with, "cpu_with": cpu_with,
-            "wall_analyses": wall_rerun - wall_noop, "cpu_analyses": cpu_rerun - cpu_noop}
+    return {
+        "wall_without": wall_without,
+        "cpu_without": cpu_without,
+        "wall_with": wall_with,
+        "cpu_with": cpu_with,
+        "wall_analyses": wall_rerun - wall_noop,
+        "cpu_analyses": cpu_rerun - cpu_noop,
+    }
 
 
 def main() -> None:
@@ -80,8 +94,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"demo, snakemake --cores {args.cores}; analyses: {', '.join(ANALYSES)}")
-    print("repeat   without analyses      with analyses   added (whole runs)"
-          "   analyses alone       share of the run without")
+    print(
+        "repeat   without analyses      with analyses   added (whole runs)"
+        "   analyses alone       share of the run without"
+    )
     runs = []
     for repeat in range(args.repeats):
         r = one_repeat(args.cores)
@@ -90,17 +106,21 @@ def main() -> None:
         r["share_wall"] = r["wall_analyses"] / r["wall_without"]
         r["share_cpu"] = r["cpu_analyses"] / r["cpu_without"]
         runs.append(r)
-        print(f"{repeat + 1:>6}   {r['wall_without']:5.1f} s, {r['cpu_without']:5.1f} s CPU"
-              f"   {r['wall_with']:5.1f} s, {r['cpu_with']:5.1f} s CPU"
-              f"   {100 * r['added_wall']:+5.1f} %, {100 * r['added_cpu']:+5.1f} % CPU"
-              f"   {r['wall_analyses']:4.1f} s, {r['cpu_analyses']:4.1f} s CPU"
-              f"   {100 * r['share_wall']:4.1f} %, {100 * r['share_cpu']:4.1f} % CPU")
+        print(
+            f"{repeat + 1:>6}   {r['wall_without']:5.1f} s, {r['cpu_without']:5.1f} s CPU"
+            f"   {r['wall_with']:5.1f} s, {r['cpu_with']:5.1f} s CPU"
+            f"   {100 * r['added_wall']:+5.1f} %, {100 * r['added_cpu']:+5.1f} % CPU"
+            f"   {r['wall_analyses']:4.1f} s, {r['cpu_analyses']:4.1f} s CPU"
+            f"   {100 * r['share_wall']:4.1f} %, {100 * r['share_cpu']:4.1f} % CPU"
+        )
     med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    print(f"median   {med['wall_without']:5.1f} s, {med['cpu_without']:5.1f} s CPU"
-          f"   {med['wall_with']:5.1f} s, {med['cpu_with']:5.1f} s CPU"
-          f"   {100 * med['added_wall']:+5.1f} %, {100 * med['added_cpu']:+5.1f} % CPU"
-          f"   {med['wall_analyses']:4.1f} s, {med['cpu_analyses']:4.1f} s CPU"
-          f"   {100 * med['share_wall']:4.1f} %, {100 * med['share_cpu']:4.1f} % CPU")
+    print(
+        f"median   {med['wall_without']:5.1f} s, {med['cpu_without']:5.1f} s CPU"
+        f"   {med['wall_with']:5.1f} s, {med['cpu_with']:5.1f} s CPU"
+        f"   {100 * med['added_wall']:+5.1f} %, {100 * med['added_cpu']:+5.1f} % CPU"
+        f"   {med['wall_analyses']:4.1f} s, {med['cpu_analyses']:4.1f} s CPU"
+        f"   {100 * med['share_wall']:4.1f} %, {100 * med['share_cpu']:4.1f} % CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ from wmdeval.distances import baselines
 from wmdeval.ingest.corpora import documents_table
 
 
-def synthetic_distances(rng: np.random.Generator, per_group: int, n_words: int = 2000,
-                        words_per_doc: int = 40) -> np.ndarray:
+def synthetic_distances(
+    rng: np.random.Generator, per_group: int, n_words: int = 2000, words_per_doc: int = 40
+) -> np.ndarray:
     """BOW (L1/L1) distances of two groups whose word frequencies differ a little."""
     ranks = np.arange(1, n_words + 1)
     bags = []
@@ -37,8 +38,9 @@ def synthetic_distances(rng: np.random.Generator, per_group: int, n_words: int =
     documents = documents_table(bags, ["a"] * per_group + ["b"] * per_group)
     counts, _ = baselines.count_matrix(documents)
     everyone = np.arange(len(bags))
-    return baselines.baseline_distances(counts, BY_NAME["BOW (L1/L1)"], everyone, everyone,
-                                        everyone)
+    return baselines.baseline_distances(
+        counts, BY_NAME["BOW (L1/L1)"], everyone, everyone, everyone
+    )
 
 
 def timed(label: str, fn, repeats: int):
@@ -47,8 +49,9 @@ def timed(label: str, fn, repeats: int):
         start = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - start)
-    print(f"{label:<52} median {np.median(times):7.3f} s, max {max(times):7.3f} s "
-          f"({repeats} run(s))")
+    print(
+        f"{label:<52} median {np.median(times):7.3f} s, max {max(times):7.3f} s ({repeats} run(s))"
+    )
     return result
 
 
@@ -56,8 +59,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-group", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--networkx", action="store_true",
-                        help="also time networkx.max_weight_matching on the complete graph")
+    parser.add_argument(
+        "--networkx",
+        action="store_true",
+        help="also time networkx.max_weight_matching on the complete graph",
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -65,21 +71,32 @@ def main() -> None:
     print(f"2 x {args.per_group} documents, BOW (L1/L1) distances")
     distance_sets = [synthetic_distances(rng, args.per_group) for _ in range(args.repeats)]
     runs = iter(distance_sets * 2)
-    pairs = timed("exact matching (LP pruning + HiGHS)",
-                  lambda: crossmatch.min_distance_perfect_matching(next(runs)), args.repeats)
+    pairs = timed(
+        "exact matching (LP pruning + HiGHS)",
+        lambda: crossmatch.min_distance_perfect_matching(next(runs)),
+        args.repeats,
+    )
     in_first = np.arange(n) < args.per_group
-    result = timed("whole crossmatch test (matching + exact p-value)",
-                   lambda: crossmatch.crossmatch_test(next(runs), in_first), args.repeats)
-    print(f"  last run: A1 = {result.a1}, E[A1] = {result.expected_a1:.1f}, "
-          f"p = {result.p_value:.3g}")
+    result = timed(
+        "whole crossmatch test (matching + exact p-value)",
+        lambda: crossmatch.crossmatch_test(next(runs), in_first),
+        args.repeats,
+    )
+    print(
+        f"  last run: A1 = {result.a1}, E[A1] = {result.expected_a1:.1f}, p = {result.p_value:.3g}"
+    )
     if args.networkx:
         dist = distance_sets[-1]
         us, vs = np.triu_indices(n, 1)
-        reference = timed("networkx.max_weight_matching, complete graph",
-                          lambda: crossmatch._networkx_matching(n, us, vs, dist[us, vs]), 1)
+        reference = timed(
+            "networkx.max_weight_matching, complete graph",
+            lambda: crossmatch._networkx_matching(n, us, vs, dist[us, vs]),
+            1,
+        )
         ours = crossmatch.min_distance_perfect_matching(dist)
-        same = np.isclose(dist[ours[:, 0], ours[:, 1]].sum(),
-                          dist[reference[:, 0], reference[:, 1]].sum())
+        same = np.isclose(
+            dist[ours[:, 0], ours[:, 1]].sum(), dist[reference[:, 0], reference[:, 1]].sum()
+        )
         print(f"  same total distance as networkx: {same}")
     assert len(pairs) == n // 2
 

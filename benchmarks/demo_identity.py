@@ -58,8 +58,11 @@ def run_demo(cores: int) -> tuple[Path, float]:
     for part in ("workflow/rules", "workflow/report", "config", "envs"):
         shutil.copytree(REPO / part, workdir / part)
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet"],
-                   cwd=workdir, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet"],
+        cwd=workdir,
+        check=True,
+    )
     return workdir, time.monotonic() - started
 
 
@@ -75,8 +78,12 @@ def compare(found: dict[str, str], recorded: dict[str, str]) -> dict[str, list[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="record the run's outputs")
-    parser.add_argument("--results", type=Path, default=None,
-                        help="a finished run's results/ directory (no new run)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="a finished run's results/ directory (no new run)",
+    )
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
     if args.results is not None:
@@ -92,8 +99,10 @@ def main() -> int:
         return 0
     changes = compare(found, read_manifest())
     same = len(found.keys() & read_manifest().keys()) - len(changes["differ"])
-    print(f"identical: {same}; differ: {len(changes['differ'])}; "
-          f"missing: {len(changes['missing'])}; new: {len(changes['new'])}")
+    print(
+        f"identical: {same}; differ: {len(changes['differ'])}; "
+        f"missing: {len(changes['missing'])}; new: {len(changes['new'])}"
+    )
     for kind, paths in changes.items():
         for path in paths:
             print(f"  {kind}: {path}")

@@ -22,8 +22,9 @@ from wmdeval.cleaning import duplicates
 from wmdeval.core import io, schemas
 
 
-def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,
-                        words_per_doc: int, n_classes: int) -> pa.Table:
+def synthetic_documents(
+    rng: np.random.Generator, n_docs: int, n_words: int, words_per_doc: int, n_classes: int
+) -> pa.Table:
     frequency = 1 / np.arange(1, n_words + 1) ** 0.9
     cdf = np.cumsum(frequency) / frequency.sum()
     draws = np.searchsorted(cdf, rng.random((n_docs, int(words_per_doc * 1.1))))
@@ -49,13 +50,15 @@ def synthetic_documents(rng: np.random.Generator, n_docs: int, n_words: int,
     words = pa.ListArray.from_arrays(offsets, vocabulary.take(pa.array(np.concatenate(bags))))
     values = pa.ListArray.from_arrays(offsets, pa.array(np.concatenate(counts)))
     y = rng.integers(0, n_classes, n_docs)
-    return pa.table({
-        "doc_id": pa.array(np.arange(n_docs, dtype=np.int32)),
-        "label": pa.array([f"class{c}" for c in y]),
-        "y": pa.array(y.astype(np.int32)),
-        "words": words,
-        "counts": values,
-    }).cast(schemas.DOCUMENTS)
+    return pa.table(
+        {
+            "doc_id": pa.array(np.arange(n_docs, dtype=np.int32)),
+            "label": pa.array([f"class{c}" for c in y]),
+            "y": pa.array(y.astype(np.int32)),
+            "words": words,
+            "counts": values,
+        }
+    ).cast(schemas.DOCUMENTS)
 
 
 def synthetic_splits(rng: np.random.Generator, n_docs: int, n_folds: int) -> pa.Table:
@@ -63,9 +66,13 @@ def synthetic_splits(rng: np.random.Generator, n_docs: int, n_folds: int) -> pa.
     folds = np.repeat(np.arange(n_folds), n_docs)
     ids = np.concatenate([rng.permutation(n_docs) for _ in range(n_folds)])
     subsets = np.tile(np.r_[["train"] * n_train, ["test"] * (n_docs - n_train)], n_folds)
-    return pa.table({"fold": pa.array(folds.astype(np.int16)),
-                     "doc_id": pa.array(ids.astype(np.int32)),
-                     "subset": pa.array(subsets.tolist())}).cast(schemas.SPLITS)
+    return pa.table(
+        {
+            "fold": pa.array(folds.astype(np.int16)),
+            "doc_id": pa.array(ids.astype(np.int32)),
+            "subset": pa.array(subsets.tolist()),
+        }
+    ).cast(schemas.SPLITS)
 
 
 def detect(documents: pa.Table, splits: pa.Table) -> dict:
@@ -81,12 +88,20 @@ def run_from_files(documents: pa.Table, splits: pa.Table) -> None:
         io.write_table(documents, tmp / "documents.parquet", schemas.DOCUMENTS)
         io.write_table(splits, tmp / "splits.parquet", schemas.SPLITS)
         start = time.process_time(), time.perf_counter()
-        duplicates.run_duplicates(tmp / "documents.parquet", tmp / "splits.parquet", "synthetic",
-                                  0, tmp / "groups.parquet", tmp / "summary.parquet",
-                                  tmp / "kept.parquet")
-        print(f"{'run_duplicates (read Parquet, both rows, write 3 files)':<56} "
-              f"{time.process_time() - start[0]:7.3f} s CPU "
-              f"{time.perf_counter() - start[1]:7.3f} s wall")
+        duplicates.run_duplicates(
+            tmp / "documents.parquet",
+            tmp / "splits.parquet",
+            "synthetic",
+            0,
+            tmp / "groups.parquet",
+            tmp / "summary.parquet",
+            tmp / "kept.parquet",
+        )
+        print(
+            f"{'run_duplicates (read Parquet, both rows, write 3 files)':<56} "
+            f"{time.process_time() - start[0]:7.3f} s CPU "
+            f"{time.perf_counter() - start[1]:7.3f} s wall"
+        )
 
 
 def timed(label: str, fn, repeats: int = 3):
@@ -112,24 +127,33 @@ def main() -> None:
     documents = synthetic_documents(rng, args.docs, args.vocabulary, args.words, 20)
     splits = synthetic_splits(rng, args.docs, 5)
     mean_words = np.mean([len(w) for w in documents.column("words").to_pylist()])
-    print(f"{args.docs} documents, {mean_words:.1f} distinct words each, "
-          f"vocabulary {args.vocabulary}, 5 folds")
+    print(
+        f"{args.docs} documents, {mean_words:.1f} distinct words each, "
+        f"vocabulary {args.vocabulary}, 5 folds"
+    )
 
-    corpus = timed("read columns (flatten + dictionary-encode words)",
-                   lambda: duplicates.flatten_documents(documents))
+    corpus = timed(
+        "read columns (flatten + dictionary-encode words)",
+        lambda: duplicates.flatten_documents(documents),
+    )
     groups = timed("hash + group + confirm", lambda: duplicates.duplicate_group_numbers(corpus))
     timed("survivors (seeded permutation)", lambda: duplicates.survivor_mask(groups, 0))
-    timed("summary of the original variant",
-          lambda: duplicates.summarise(corpus, groups, splits, "synthetic", "original"))
-    timed("detection total: read + group + survivors + summary",
-          lambda: detect(documents, splits))
-    report = timed("whole report (both variants, groups table)",
-                   lambda: duplicates.duplicate_report(documents, splits, "synthetic", 0))
+    timed(
+        "summary of the original variant",
+        lambda: duplicates.summarise(corpus, groups, splits, "synthetic", "original"),
+    )
+    timed("detection total: read + group + survivors + summary", lambda: detect(documents, splits))
+    report = timed(
+        "whole report (both variants, groups table)",
+        lambda: duplicates.duplicate_report(documents, splits, "synthetic", 0),
+    )
     for row in report.summary.to_pylist():
         print("   ", row)
     run_from_files(documents, splits)
-    near = timed(f"near duplicates (max_l1 {args.near_max_l1})",
-                 lambda: duplicates.near_duplicate_pairs(corpus, groups, args.near_max_l1))
+    near = timed(
+        f"near duplicates (max_l1 {args.near_max_l1})",
+        lambda: duplicates.near_duplicate_pairs(corpus, groups, args.near_max_l1),
+    )
     a, b = duplicates.candidate_pairs(corpus, args.near_max_l1)
     print(f"    {len(a)} candidate pairs, {near.num_rows} near-duplicate pairs")
 

@@ -45,8 +45,11 @@ def write_word2vec_binary(path: Path, n: int, rng: np.random.Generator) -> None:
         out.write(f"{n} {DIM}\n".encode())
         for first in range(0, n, ROWS_PER_BLOCK):
             block = rng.standard_normal((min(ROWS_PER_BLOCK, n - first), DIM)).astype("<f4")
-            out.write(b"".join(word(first + i).encode() + b" " + row.tobytes()
-                               for i, row in enumerate(block)))
+            out.write(
+                b"".join(
+                    word(first + i).encode() + b" " + row.tobytes() for i, row in enumerate(block)
+                )
+            )
 
 
 def peak_rss_bytes() -> int:
@@ -71,14 +74,24 @@ def child(reader: str, path: str, vocabulary_path: str) -> None:
         words, _ = embeddings.read_vectors(path, "word2vec-binary", vocabulary)
         kept = len(words)
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "peak": peak_rss_bytes(),
-                      "after_imports": after_imports, "kept": kept}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak": peak_rss_bytes(),
+                "after_imports": after_imports,
+                "kept": kept,
+            }
+        )
+    )
 
 
 def run_child(reader: str, path: Path, vocabulary_path: Path) -> dict:
     result = subprocess.run(
         [sys.executable, __file__, "--child", reader, str(path), str(vocabulary_path)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -107,29 +120,42 @@ def main() -> None:
         path = Path(tmp) / "vectors.bin"
         start = time.perf_counter()
         write_word2vec_binary(path, args.vectors, rng)
-        print(f"wrote {args.vectors:,} x {DIM} vectors ({mb(path.stat().st_size).strip()}) "
-              f"in {time.perf_counter() - start:.1f} s")
+        print(
+            f"wrote {args.vectors:,} x {DIM} vectors ({mb(path.stat().st_size).strip()}) "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
         vocabulary_path = Path(tmp) / "vocabulary.txt"
         keep = rng.choice(args.vectors, min(args.keep, args.vectors), replace=False)
         vocabulary_path.write_text("\n".join(word(int(k)) for k in keep) + "\n")
 
         matrix_bytes = args.vectors * DIM * 4
         kept_bytes = len(keep) * DIM * 4
-        print(f"full matrix {args.vectors:,} x {DIM} float32: {mb(matrix_bytes).strip()}; "
-              f"kept matrix {len(keep):,} x {DIM}: {mb(kept_bytes).strip()}\n")
-        print(f"{'reader':<40} {'time':>8} {'peak RSS':>12} {'above imports':>14} "
-              f"{'/ full matrix':>14}")
+        print(
+            f"full matrix {args.vectors:,} x {DIM} float32: {mb(matrix_bytes).strip()}; "
+            f"kept matrix {len(keep):,} x {DIM}: {mb(kept_bytes).strip()}\n"
+        )
+        print(
+            f"{'reader':<40} {'time':>8} {'peak RSS':>12} {'above imports':>14} "
+            f"{'/ full matrix':>14}"
+        )
         results = {}
-        for reader, label in (("gensim", "gensim load_word2vec_format (all)"),
-                              ("wmdeval", f"wmdeval read_vectors ({len(keep):,} words)"),
-                              ("wmdeval-all", "wmdeval read_vectors (all, for scale)")):
+        for reader, label in (
+            ("gensim", "gensim load_word2vec_format (all)"),
+            ("wmdeval", f"wmdeval read_vectors ({len(keep):,} words)"),
+            ("wmdeval-all", "wmdeval read_vectors (all, for scale)"),
+        ):
             r = results[reader] = run_child(reader, path, vocabulary_path)
-            print(f"{label:<40} {r['seconds']:6.1f} s {mb(r['peak'])}  {mb(reading_bytes(r))}  "
-                  f"{reading_bytes(r) / matrix_bytes:13.2f}x")
+            print(
+                f"{label:<40} {r['seconds']:6.1f} s {mb(r['peak'])}  {mb(reading_bytes(r))}  "
+                f"{reading_bytes(r) / matrix_bytes:13.2f}x"
+            )
         gensim, ours = results["gensim"], results["wmdeval"]
         print(f"\nkept {ours['kept']:,} of {gensim['kept']:,} vectors")
-        print(f"peak RSS ratio gensim / wmdeval: {gensim['peak'] / ours['peak']:.1f}x total, "
-              f"{reading_bytes(gensim) / reading_bytes(ours):.1f}x above imports")
+        print(
+            f"peak RSS ratio gensim / wmdeval: {gensim['peak'] / ours['peak']:.1f}x total, "
+            f"{reading_bytes(gensim) / reading_bytes(ours):.1f}x above imports"
+        )
+
 
 if __name__ == "__main__":
     main()

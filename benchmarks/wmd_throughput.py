@@ -44,27 +44,31 @@ def synthetic_embeddings(rng: np.random.Generator) -> tuple[list[str], np.ndarra
     words = [f"w{k:05d}" for k in range(VOCABULARY)]
     vectors = rng.standard_normal((VOCABULARY, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    table = pa.table({
-        "word": words,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        "norm": np.ones(VOCABULARY, dtype=np.float32),
-    })
+    table = pa.table(
+        {
+            "word": words,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+            "norm": np.ones(VOCABULARY, dtype=np.float32),
+        }
+    )
     return words, vectors, table
 
 
-def synthetic_documents(rng: np.random.Generator, words: list[str], n: int, size: int
-                        ) -> pa.Table:
+def synthetic_documents(rng: np.random.Generator, words: list[str], n: int, size: int) -> pa.Table:
     rows = []
     for _ in range(n):
         u = int(rng.integers(round(0.8 * size), round(1.2 * size) + 1))
         rows.append(np.sort(rng.choice(VOCABULARY, u, replace=False)))
-    return pa.table({
-        "doc_id": np.arange(n, dtype=np.int32),
-        "label": ["x"] * n,
-        "y": np.zeros(n, dtype=np.int32),
-        "words": [[words[r] for r in doc] for doc in rows],
-        "counts": [rng.integers(1, 5, len(doc)).astype(np.float64).tolist() for doc in rows],
-    }, schema=schemas.DOCUMENTS)
+    return pa.table(
+        {
+            "doc_id": np.arange(n, dtype=np.int32),
+            "label": ["x"] * n,
+            "y": np.zeros(n, dtype=np.int32),
+            "words": [[words[r] for r in doc] for doc in rows],
+            "counts": [rng.integers(1, 5, len(doc)).astype(np.float64).tolist() for doc in rows],
+        },
+        schema=schemas.DOCUMENTS,
+    )
 
 
 class Clock:
@@ -82,12 +86,15 @@ class Clock:
         self.cpu += time.process_time() - self._cpu
 
 
-def reference_inputs(documents: pa.Table, vectors: np.ndarray, words: list[str]
-                     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def reference_inputs(
+    documents: pa.Table, vectors: np.ndarray, words: list[str]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Documents as the .mat files store them: a float64 vector block and a BOW each."""
     index = {w: k for k, w in enumerate(words)}
-    xs = [vectors[[index[w] for w in ws]].astype(np.float64)
-          for ws in documents.column("words").to_pylist()]
+    xs = [
+        vectors[[index[w] for w in ws]].astype(np.float64)
+        for ws in documents.column("words").to_pylist()
+    ]
     bows = [np.asarray(c) / np.sum(c) for c in documents.column("counts").to_pylist()]
     return xs, bows
 
@@ -103,8 +110,9 @@ def reference(xs: list[np.ndarray], bows: list[np.ndarray], rows: range) -> np.n
     return out
 
 
-def compare(documents: pa.Table, embeddings: pa.Table, vectors: np.ndarray, words: list[str]
-            ) -> tuple[Clock, Clock, float, int]:
+def compare(
+    documents: pa.Table, embeddings: pa.Table, vectors: np.ndarray, words: list[str]
+) -> tuple[Clock, Clock, float, int]:
     """Reference and workflow on the same documents, in ROUNDS alternating parts (rows of
     the square / blocks of the triangle) so that both see the same machine load."""
     n = documents.num_rows
@@ -135,8 +143,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     words, vectors, embeddings = synthetic_embeddings(rng)
 
-    print(f"{'words':>5} {'docs':>5} | {'reference pairs/s':>17} {'(wall)':>8} | "
-          f"{'workflow pairs/s':>16} {'(wall)':>8} | {'ratio':>6} | max |diff|")
+    print(
+        f"{'words':>5} {'docs':>5} | {'reference pairs/s':>17} {'(wall)':>8} | "
+        f"{'workflow pairs/s':>16} {'(wall)':>8} | {'ratio':>6} | max |diff|"
+    )
     ratios = {}
     sets = {}
     for size, n in SIZES.items():
@@ -146,9 +156,11 @@ def main() -> None:
         ref_clock, our_clock, diff, our_pairs = compare(documents, embeddings, vectors, words)
         ref_pairs = n * n
         ratios[size] = (ref_clock.cpu / ref_pairs) / (our_clock.cpu / our_pairs)
-        print(f"{size:>5} {n:>5} | {ref_pairs / ref_clock.cpu:>17.0f} "
-              f"{ref_pairs / ref_clock.wall:>8.0f} | {our_pairs / our_clock.cpu:>16.0f} "
-              f"{our_pairs / our_clock.wall:>8.0f} | {ratios[size]:>5.2f}x | {diff:.1e}")
+        print(
+            f"{size:>5} {n:>5} | {ref_pairs / ref_clock.cpu:>17.0f} "
+            f"{ref_pairs / ref_clock.wall:>8.0f} | {our_pairs / our_clock.cpu:>16.0f} "
+            f"{our_pairs / our_clock.wall:>8.0f} | {ratios[size]:>5.2f}x | {diff:.1e}"
+        )
 
     size = 70
     inputs = solver.prepare(sets[size], embeddings, "bow")
@@ -156,10 +168,14 @@ def main() -> None:
         solver.solve_block(inputs, 0, 1, threads=1)
     with Clock() as two:
         solver.solve_block(inputs, 0, 1, threads=2)
-    print(f"solve_block, {size} words, {inputs.n} docs: 1 thread {one.wall:.2f} s, "
-          f"2 threads {two.wall:.2f} s (wall): speed-up {one.wall / two.wall:.2f}x")
-    print(f"wmd_throughput: {ratios[10]:.1f}x @10 words, {ratios[40]:.1f}x @40, "
-          f"{ratios[70]:.2f}x @70, {ratios[120]:.2f}x @120 (per pair, one core)")
+    print(
+        f"solve_block, {size} words, {inputs.n} docs: 1 thread {one.wall:.2f} s, "
+        f"2 threads {two.wall:.2f} s (wall): speed-up {one.wall / two.wall:.2f}x"
+    )
+    print(
+        f"wmd_throughput: {ratios[10]:.1f}x @10 words, {ratios[40]:.1f}x @40, "
+        f"{ratios[70]:.2f}x @70, {ratios[120]:.2f}x @120 (per pair, one core)"
+    )
 
 
 if __name__ == "__main__":

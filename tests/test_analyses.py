@@ -42,8 +42,9 @@ def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path)
     alone = {
         "n2o": n2o.n2o_results(corpus(), "toy", "clean", [2, 4], None, 3),
         "crossmatch": crossmatch.crossmatch_results(corpus(), "toy", "clean", 10, 3),
-        "corpus_distances": corpus_distance.corpus_distance_results(corpus(), "toy", "clean",
-                                                                    20, 3),
+        "corpus_distances": corpus_distance.corpus_distance_results(
+            corpus(), "toy", "clean", 20, 3
+        ),
         "ksc": corpus_distance.ksc_results(corpus(None), "toy", "clean", 3, 2, 6, 3),
         "wmd_vs_bow": wmd_vs_bow.analysis_table(corpus(), "toy", "clean", 50, 3),
     }
@@ -56,23 +57,37 @@ def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path)
 def test_only_the_requested_analyses_run(dataset, tmp_path):
     _, _, _, (docs, spl, wmd_paths) = dataset
     out = tmp_path / "crossmatch.parquet"
-    tables = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original", SETTINGS,
-                                   {"crossmatch": out}, seed=0)
+    tables = analyses.run_analyses(
+        docs, spl, wmd_paths, "toy", "original", SETTINGS, {"crossmatch": out}, seed=0
+    )
     assert list(tables) == ["crossmatch"]
-    assert sorted(p.name for p in tmp_path.glob("*.parquet") if p.name.startswith("cross")) \
-        == ["crossmatch.parquet"]
+    assert sorted(p.name for p in tmp_path.glob("*.parquet") if p.name.startswith("cross")) == [
+        "crossmatch.parquet"
+    ]
 
 
-@pytest.mark.parametrize("outputs, settings, message", [
-    ({"n2o": "a.parquet", "kcs": "b.parquet"}, SETTINGS,
-     r"unknown analysis 'kcs' \(expected one of n2o, crossmatch, corpus_distances, ksc, "
-     r"wmd_vs_bow\)"),
-    ({"ksc": "b.parquet"}, {"ksc": {"K": 3, "R": 2, "size": 6}},
-     r"analysis 'ksc': unknown setting\(s\) \['size'\], expected some of "
-     r"\['K', 'R', 'corpus_size'\]"),
-    ({"wmd_vs_bow": "a.parquet"}, {"wmd_vs_bow": {"enabled": True}},
-     r"analysis 'wmd_vs_bow': unknown setting\(s\) \['enabled'\]"),
-])
+@pytest.mark.parametrize(
+    "outputs, settings, message",
+    [
+        (
+            {"n2o": "a.parquet", "kcs": "b.parquet"},
+            SETTINGS,
+            r"unknown analysis 'kcs' \(expected one of n2o, crossmatch, corpus_distances, ksc, "
+            r"wmd_vs_bow\)",
+        ),
+        (
+            {"ksc": "b.parquet"},
+            {"ksc": {"K": 3, "R": 2, "size": 6}},
+            r"analysis 'ksc': unknown setting\(s\) \['size'\], expected some of "
+            r"\['K', 'R', 'corpus_size'\]",
+        ),
+        (
+            {"wmd_vs_bow": "a.parquet"},
+            {"wmd_vs_bow": {"enabled": True}},
+            r"analysis 'wmd_vs_bow': unknown setting\(s\) \['enabled'\]",
+        ),
+    ],
+)
 def test_bad_requests_stop_before_any_work(dataset, tmp_path, outputs, settings, message):
     _, _, _, (docs, spl, wmd_paths) = dataset
     outputs = {name: tmp_path / path for name, path in outputs.items()}
@@ -82,10 +97,13 @@ def test_bad_requests_stop_before_any_work(dataset, tmp_path, outputs, settings,
 
 
 def test_settings_not_given_take_the_schemas_defaults():
-    requested = analyses.check_request({"ksc": "k.parquet", "wmd_vs_bow": "w.parquet"},
-                                       {"ksc": {"K": 3}})
-    assert requested == {"ksc": {"K": 3, "R": 5, "corpus_size": 50},
-                         "wmd_vs_bow": {"max_pairs": 1_000_000}}
+    requested = analyses.check_request(
+        {"ksc": "k.parquet", "wmd_vs_bow": "w.parquet"}, {"ksc": {"K": 3}}
+    )
+    assert requested == {
+        "ksc": {"K": 3, "R": 5, "corpus_size": 50},
+        "wmd_vs_bow": {"max_pairs": 1_000_000},
+    }
     # the keys the job accepts are the schema's, whatever the schema adds later
     for name in analyses.ANALYSES:
         schema_keys = set(config.defaults("analyses", name)) - {"enabled"}
@@ -99,8 +117,9 @@ def test_a_failing_analysis_leaves_no_table(dataset, tmp_path, monkeypatch):
         raise io.WmdevalError("crossmatch failed")
 
     # N2O runs first and succeeds; its table must not be written either
-    monkeypatch.setitem(analyses.ANALYSES, "crossmatch",
-                        (fails, analyses.ANALYSES["crossmatch"][1]))
+    monkeypatch.setitem(
+        analyses.ANALYSES, "crossmatch", (fails, analyses.ANALYSES["crossmatch"][1])
+    )
     outputs = {"n2o": tmp_path / "n2o.parquet", "crossmatch": tmp_path / "crossmatch.parquet"}
     with pytest.raises(io.WmdevalError, match="crossmatch failed"):
         analyses.run_analyses(docs, spl, wmd_paths, "toy", "original", SETTINGS, outputs, 0)
@@ -110,9 +129,23 @@ def test_a_failing_analysis_leaves_no_table(dataset, tmp_path, monkeypatch):
 def test_cli_runs_the_named_analyses(dataset, tmp_path, capsys):
     _, _, _, (docs, spl, wmd_paths) = dataset
     out = tmp_path / "ksc.parquet"
-    argv = ["analyses", "--documents", docs, "--splits", spl, "--wmd", json.dumps(wmd_paths),
-            "--dataset", "toy", "--variant", "original", "--settings", json.dumps(SETTINGS),
-            "--seed", "0"]
+    argv = [
+        "analyses",
+        "--documents",
+        docs,
+        "--splits",
+        spl,
+        "--wmd",
+        json.dumps(wmd_paths),
+        "--dataset",
+        "toy",
+        "--variant",
+        "original",
+        "--settings",
+        json.dumps(SETTINGS),
+        "--seed",
+        "0",
+    ]
     assert main([*argv, "--out", f"ksc={out}"]) == 0
     assert io.read_table(out, corpus_distance.KSC).num_rows > 0
     with pytest.raises(SystemExit):

@@ -69,8 +69,11 @@ def layer(name: str) -> str | None:
 
 
 def test_every_module_belongs_to_a_layer():
-    loose = [module_name(p) for p in modules()
-             if layer(module_name(p)) is None and module_name(p) not in ("wmdeval", "wmdeval.cli")]
+    loose = [
+        module_name(p)
+        for p in modules()
+        if layer(module_name(p)) is None and module_name(p) not in ("wmdeval", "wmdeval.cli")
+    ]
     assert not loose, f"modules outside every layer: {loose}"
 
 
@@ -87,10 +90,13 @@ def test_imports_go_down_the_layers(path):
 def test_analyses_do_not_import_each_other(path):
     if path.stem in (ANALYSES_COMBINER, "__init__"):
         return
-    siblings = sorted(i for i in wmdeval_imports(path)
-                      if layer(i) == "analyses" and i != module_name(path))
-    assert not siblings, f"{module_name(path)} imports the analyses {siblings}: move what they " \
-                         "share below the analyses layer"
+    siblings = sorted(
+        i for i in wmdeval_imports(path) if layer(i) == "analyses" and i != module_name(path)
+    )
+    assert not siblings, (
+        f"{module_name(path)} imports the analyses {siblings}: move what they "
+        "share below the analyses layer"
+    )
 
 
 def test_the_import_reader_sees_relative_and_absolute_imports():

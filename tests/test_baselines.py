@@ -36,17 +36,20 @@ def documents_table(counts: np.ndarray) -> pa.Table:
         terms = np.flatnonzero(row)
         words.append([f"t{t:02d}" for t in terms])  # sorted: zero-padded term numbers
         values.append([float(row[t]) for t in terms])
-    return pa.table({
-        "doc_id": pa.array(np.arange(len(counts), dtype=np.int32)),
-        "label": ["x"] * len(counts),
-        "y": pa.array(np.zeros(len(counts), dtype=np.int32)),
-        "words": words,
-        "counts": values,
-    }).cast(schemas.DOCUMENTS)
+    return pa.table(
+        {
+            "doc_id": pa.array(np.arange(len(counts), dtype=np.int32)),
+            "label": ["x"] * len(counts),
+            "y": pa.array(np.zeros(len(counts), dtype=np.int32)),
+            "words": words,
+            "counts": values,
+        }
+    ).cast(schemas.DOCUMENTS)
 
 
-def dense_distances(counts: np.ndarray, weighting: str, norm: str, metric: str,
-                    train: np.ndarray) -> np.ndarray:
+def dense_distances(
+    counts: np.ndarray, weighting: str, norm: str, metric: str, train: np.ndarray
+) -> np.ndarray:
     x = counts.copy()
     if weighting == "tfidf":
         df = np.count_nonzero(x[train], axis=0)
@@ -100,17 +103,20 @@ def test_idf_from_training_fold():
 
 def test_idf_counts_a_duplicated_entry_once():
     # scipy reads duplicate (row, column) entries as their sum: still one document.
-    dup = sp.csr_matrix((np.array([1.0, 2.0, 1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])),
-                        shape=(2, 2))
+    dup = sp.csr_matrix(
+        (np.array([1.0, 2.0, 1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2)
+    )
     assert not dup.has_canonical_format
-    np.testing.assert_allclose(baselines.idf_from_training(dup, np.array([0, 1])),
-                               [np.log(2), np.log(2)])
+    np.testing.assert_allclose(
+        baselines.idf_from_training(dup, np.array([0, 1])), [np.log(2), np.log(2)]
+    )
     assert np.array_equal(baselines.canonical(dup).toarray(), [[3.0, 0.0], [0.0, 1.0]])
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("name", ["TF-IDF (None/L2)", "TF-IDF (None/L1)",
-                                  "TF-IDF (L1/L1)", "TF-IDF (L2/L2)"])
+@pytest.mark.parametrize(
+    "name", ["TF-IDF (None/L2)", "TF-IDF (None/L1)", "TF-IDF (L1/L1)", "TF-IDF (L2/L2)"]
+)
 def test_tfidf_agrees_with_gensim(name, seed):
     """gensim's TfidfModel(normalize=False) fitted on the training fold: idf in log base 2,
     so unnormalised distances are a constant factor ln 2 apart and normalised ones equal."""
@@ -127,17 +133,21 @@ def test_tfidf_agrees_with_gensim(name, seed):
     if method.norm != "None":
         ord_ = 1 if method.norm == "L1" else 2
         size = np.linalg.norm(weights, ord=ord_, axis=1)
-        weights = np.divide(weights, size[:, None], out=np.zeros_like(weights),
-                            where=size[:, None] > 0)
+        weights = np.divide(
+            weights, size[:, None], out=np.zeros_like(weights), where=size[:, None] > 0
+        )
     diff = weights[:, None, :] - weights[None, TRAIN, :]
-    gensim_dist = (np.abs(diff).sum(axis=-1) if method.metric == "L1"
-                   else np.sqrt((diff**2).sum(axis=-1)))
+    gensim_dist = (
+        np.abs(diff).sum(axis=-1) if method.metric == "L1" else np.sqrt((diff**2).sum(axis=-1))
+    )
     ours = baselines.baseline_distances(matrix, method, TRAIN, np.arange(N_DOCS), TRAIN)
     factor = np.log(2) if method.norm == "None" else 1.0
     np.testing.assert_allclose(ours, factor * gensim_dist, rtol=1e-9, atol=1e-7)
     # hence the same neighbours, ties aside
-    assert np.array_equal(np.argsort(np.round(ours, 9), axis=1, kind="stable"),
-                          np.argsort(np.round(factor * gensim_dist, 9), axis=1, kind="stable"))
+    assert np.array_equal(
+        np.argsort(np.round(ours, 9), axis=1, kind="stable"),
+        np.argsort(np.round(factor * gensim_dist, 9), axis=1, kind="stable"),
+    )
 
 
 def unsorted_csr(dense: np.ndarray) -> sp.csr_matrix:
@@ -153,14 +163,16 @@ def unsorted_csr(dense: np.ndarray) -> sp.csr_matrix:
 
 def test_canonical_sorts_indices():
     dense = np.random.default_rng(5).uniform(size=(20, 30)) * (
-        np.random.default_rng(6).uniform(size=(20, 30)) < 0.3)
+        np.random.default_rng(6).uniform(size=(20, 30)) < 0.3
+    )
     messy = unsorted_csr(dense)
-    assert any(np.any(np.diff(messy.indices[messy.indptr[r]:messy.indptr[r + 1]]) < 0)
-               for r in range(20))
+    assert any(
+        np.any(np.diff(messy.indices[messy.indptr[r] : messy.indptr[r + 1]]) < 0) for r in range(20)
+    )
     clean = baselines.canonical(messy)
     assert clean.has_sorted_indices
     for r in range(20):
-        assert np.all(np.diff(clean.indices[clean.indptr[r]:clean.indptr[r + 1]]) > 0)
+        assert np.all(np.diff(clean.indices[clean.indptr[r] : clean.indptr[r + 1]]) > 0)
     assert np.array_equal(clean.toarray(), dense)
 
 
@@ -188,8 +200,9 @@ def dense_pairwise(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
 
 
 def sparse_rows(rng, n_rows, n_terms, density, signed=False):
-    values = rng.uniform(0.01, 3, (n_rows, n_terms)) * (rng.uniform(size=(n_rows, n_terms))
-                                                         < density)
+    values = rng.uniform(0.01, 3, (n_rows, n_terms)) * (
+        rng.uniform(size=(n_rows, n_terms)) < density
+    )
     if signed:
         values *= rng.choice([-1.0, 1.0], values.shape)
     return values
@@ -244,13 +257,15 @@ def test_sparse_distances_unsorted_and_duplicate_entries():
     dense = sparse_rows(np.random.default_rng(23), 12, 20, 0.4)
     sorted_ = sp.csr_matrix(dense)
     # each entry stored twice, half the value each time, the copies in reverse order
-    rows = [slice(lo, hi) for lo, hi in zip(sorted_.indptr[:-1], sorted_.indptr[1:],
-                                            strict=True)]
+    rows = [slice(lo, hi) for lo, hi in zip(sorted_.indptr[:-1], sorted_.indptr[1:], strict=True)]
     doubled = sp.csr_matrix(
-        (np.concatenate([np.r_[sorted_.data[r], sorted_.data[r][::-1]] / 2 for r in rows]),
-         np.concatenate([np.r_[sorted_.indices[r], sorted_.indices[r][::-1]] for r in rows]),
-         2 * sorted_.indptr),
-        shape=sorted_.shape)
+        (
+            np.concatenate([np.r_[sorted_.data[r], sorted_.data[r][::-1]] / 2 for r in rows]),
+            np.concatenate([np.r_[sorted_.indices[r], sorted_.indices[r][::-1]] for r in rows]),
+            2 * sorted_.indptr,
+        ),
+        shape=sorted_.shape,
+    )
     assert not doubled.has_canonical_format
     for metric in ("L1", "L2"):
         got = baselines.sparse_distances(doubled, unsorted_csr(dense), metric)
@@ -266,20 +281,29 @@ def test_sparse_distances_empty_shapes_and_bad_metric():
         baselines.sparse_distances(a, a, "cosine")
 
 
-@pytest.mark.parametrize("slug, tie", [("bow-l1-l1", 2.0), ("bow-l2-l2", np.sqrt(2.0)),
-                                        ("tfidf-l1-l1", 2.0), ("tfidf-l2-l2", np.sqrt(2.0))])
+@pytest.mark.parametrize(
+    "slug, tie",
+    [
+        ("bow-l1-l1", 2.0),
+        ("bow-l2-l2", np.sqrt(2.0)),
+        ("tfidf-l1-l1", 2.0),
+        ("tfidf-l2-l2", np.sqrt(2.0)),
+    ],
+)
 def test_documents_sharing_no_word_are_exactly_tied(slug, tie):
     """Exact ties must stay exact, or the kNN tie rule (lower index first) becomes noise:
     normalised rows sum to 1 +- ulps, so size-minus-overlap must use exactly 1."""
     rng = np.random.default_rng(0)
     n, vocabulary = 200, 3000
     indices = np.concatenate([rng.choice(vocabulary, 7, replace=False) for _ in range(n)])
-    counts = baselines.canonical(sp.csr_matrix(
-        (rng.integers(1, 4, size=7 * n).astype(float), indices, np.arange(0, 7 * n + 1, 7)),
-        shape=(n, vocabulary)))
+    counts = baselines.canonical(
+        sp.csr_matrix(
+            (rng.integers(1, 4, size=7 * n).astype(float), indices, np.arange(0, 7 * n + 1, 7)),
+            shape=(n, vocabulary),
+        )
+    )
     everyone = np.arange(n)
-    d = baselines.baseline_distances(counts, methods.BY_SLUG[slug], everyone, everyone,
-                                     everyone)
+    d = baselines.baseline_distances(counts, methods.BY_SLUG[slug], everyone, everyone, everyone)
     disjoint = (counts @ counts.T).toarray() == 0
     assert disjoint.sum() > 1000
     assert np.unique(d[disjoint]).tolist() == [tie]

@@ -21,13 +21,21 @@ def test_every_command_calls_a_function_that_takes_exactly_its_arguments():
 def test_the_table_check_sees_a_wrong_row(monkeypatch):
     """The check itself can fail: a misspelt keyword and a function that does not exist."""
     wrong = (
-        cli.Command("x", "cleaning.vocabulary:run_select", "", (
-            cli.path("--documents", "documents"),)),
+        cli.Command(
+            "x", "cleaning.vocabulary:run_select", "", (cli.path("--documents", "documents"),)
+        ),
         cli.Command("y", "cleaning.vocabulary:no_such_function", "", ()),
         # an optional flag for a parameter without a default: left out, the call fails
-        cli.Command("z", "distances.wmd.blocks:run_subset", "", (
-            cli.path("--matrix", "matrix_path"), cli.path("--out", "out_path"),
-            cli.path("--documents", "documents_path", required=False))),
+        cli.Command(
+            "z",
+            "distances.wmd.blocks:run_subset",
+            "",
+            (
+                cli.path("--matrix", "matrix_path"),
+                cli.path("--out", "out_path"),
+                cli.path("--documents", "documents_path", required=False),
+            ),
+        ),
     )
     monkeypatch.setattr(cli, "COMMANDS", wrong)
     problems = cli.check_table()
@@ -40,8 +48,9 @@ def test_the_table_check_sees_a_wrong_row(monkeypatch):
 def test_command_names_are_unique_and_each_is_listed_by_help():
     names = [command.name for command in cli.COMMANDS]
     assert len(names) == len(set(names))
-    result = subprocess.run([sys.executable, "-m", "wmdeval.cli", "--help"],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "wmdeval.cli", "--help"], capture_output=True, text=True, check=True
+    )
     for name in names:
         assert name in result.stdout
 
@@ -62,24 +71,62 @@ def test_arguments_reach_the_function_by_keyword(monkeypatch):
     def fake(**keywords):
         calls.update(keywords)
 
-    command = cli.Command("t", "unused:unused", "", (
-        cli.path("--documents", "documents_path"),
-        cli.path("--kept", "kept_path", required=False),
-        cli.Arg("--block", ("block", "n_blocks"), type=cli.block_name),
-        cli.Arg("--out", "outputs", type=cli.name_and_path, repeat=True, collect=dict),
-    ))
+    command = cli.Command(
+        "t",
+        "unused:unused",
+        "",
+        (
+            cli.path("--documents", "documents_path"),
+            cli.path("--kept", "kept_path", required=False),
+            cli.Arg("--block", ("block", "n_blocks"), type=cli.block_name),
+            cli.Arg("--out", "outputs", type=cli.name_and_path, repeat=True, collect=dict),
+        ),
+    )
     monkeypatch.setattr(cli.Command, "resolve", lambda self: fake)
     monkeypatch.setattr(cli, "COMMANDS", (command,))
-    assert cli.main(["t", "--documents", "d.parquet", "--block", "3-of-8",
-                     "--out", "n2o=a.parquet", "--out", "ksc=b.parquet"]) == 0
-    assert calls == {"documents_path": "d.parquet", "block": 2, "n_blocks": 8,
-                     "outputs": {"n2o": "a.parquet", "ksc": "b.parquet"}}
+    assert (
+        cli.main(
+            [
+                "t",
+                "--documents",
+                "d.parquet",
+                "--block",
+                "3-of-8",
+                "--out",
+                "n2o=a.parquet",
+                "--out",
+                "ksc=b.parquet",
+            ]
+        )
+        == 0
+    )
+    assert calls == {
+        "documents_path": "d.parquet",
+        "block": 2,
+        "n_blocks": 8,
+        "outputs": {"n2o": "a.parquet", "ksc": "b.parquet"},
+    }
 
 
 @pytest.mark.parametrize("text", ["0-of-4", "5-of-4", "3of4", "a-of-b"])
 def test_a_bad_block_name_is_a_usage_error(text, capsys):
     with pytest.raises(SystemExit) as stop:
-        cli.main(["wmd-block", "--documents", "d", "--embeddings", "e", "--weighting", "bow",
-                  "--block", text, "--threads", "1", "--out", "o"])
+        cli.main(
+            [
+                "wmd-block",
+                "--documents",
+                "d",
+                "--embeddings",
+                "e",
+                "--weighting",
+                "bow",
+                "--block",
+                text,
+                "--threads",
+                "1",
+                "--out",
+                "o",
+            ]
+        )
     assert stop.value.code == 2
     assert "--block" in capsys.readouterr().err

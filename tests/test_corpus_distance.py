@@ -112,8 +112,9 @@ def test_ksc_trajectories_on_1d_data_are_monotone():
     source_a, source_b = np.arange(300), np.arange(300, 600)
     separations, values = [], {"energy": [], "ahd": []}
     for repetition in range(3):
-        corpora = cd.double_lottery(source_a, source_b, 5, 30,
-                                    np.random.default_rng([0, repetition]))
+        corpora = cd.double_lottery(
+            source_a, source_b, 5, 30, np.random.default_rng([0, repetition])
+        )
         by_measure = cd.ksc_pair_distances(dist, corpora)
         for i in range(6):
             for j in range(i + 1, 6):
@@ -134,8 +135,9 @@ def test_ksc_pair_distances_of_shared_documents():
     by_measure = cd.ksc_pair_distances(dist, corpora)
     assert by_measure["energy"][0, 1] == pytest.approx(0.0, abs=1e-12)
     assert by_measure["ahd"][0, 1] == 0.0
-    assert by_measure["energy"][0, 2] == pytest.approx(energy_of(np.arange(3.0),
-                                                                 np.arange(3.0, 6.0)))
+    assert by_measure["energy"][0, 2] == pytest.approx(
+        energy_of(np.arange(3.0), np.arange(3.0, 6.0))
+    )
     assert by_measure["ahd"][0, 2] == pytest.approx(cd.average_hausdorff(dist[:3, 3:]))
 
 
@@ -164,16 +166,24 @@ def test_corpus_distance_rows_on_a_dataset(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "corpus.parquet"
-    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
-                                  {"corpus_distances": {"m": 50}}, {"corpus_distances": out},
-                                  seed=0)["corpus_distances"]
+    table = analyses.run_analyses(
+        docs,
+        spl,
+        wmd_paths,
+        "toy",
+        "original",
+        {"corpus_distances": {"m": 50}},
+        {"corpus_distances": out},
+        seed=0,
+    )["corpus_distances"]
     assert table.num_rows == len(METHODS) * (3 + 2)
     rows = table.to_pylist()
     wmd_classes = [r for r in rows if r["method"] == "WMD" and "train" not in r["comparison"]]
     wmd_splits = [r for r in rows if r["method"] == "WMD" and "train" in r["comparison"]]
     # far class centres: classes differ much more than train and test do
     assert min(r["energy_coefficient"] for r in wmd_classes) > max(
-        r["energy_coefficient"] for r in wmd_splits)
+        r["energy_coefficient"] for r in wmd_splits
+    )
     csv_path, md_path = tmp_path / "cd.csv", tmp_path / "cd.md"
     cd.run_corpus_distance_table([out], csv_path, md_path)
     assert len(csv_path.read_text().splitlines()) == 1 + table.num_rows
@@ -184,20 +194,23 @@ def test_run_ksc_writes_table_and_the_report_draws_figures(tmp_path):
     documents, splits, matrices = synthetic_dataset(per_class=20)
     corpus = prepare_variant(documents, None, matrices)
     out, png = tmp_path / "ksc.parquet", tmp_path / "ksc.png"
-    table = cd.ksc_results(corpus, "toy", "original", K=4, R=2, corpus_size=8, seed=0,
-                           classes=("apple", "cherry"))
+    table = cd.ksc_results(
+        corpus, "toy", "original", K=4, R=2, corpus_size=8, seed=0, classes=("apple", "cherry")
+    )
     io.write_table(table, out, cd.KSC)
     assert table.num_rows == len(METHODS) * 2 * 2 * (5 * 4 // 2)
     rows = table.to_pylist()
     assert {r["class_a"] for r in rows} == {"apple"} and {r["corpus_size"] for r in rows} == {8}
     for method in {r["method"] for r in rows}:
         for measure in cd.MEASURES:
-            z = [r["standardised"] for r in rows if (r["method"], r["measure"]) == (method,
-                                                                                  measure)]
+            z = [
+                r["standardised"] for r in rows if (r["method"], r["measure"]) == (method, measure)
+            ]
             assert np.mean(z) == pytest.approx(0.0, abs=1e-9)
     assert cd.ksc_title(table).startswith(
         "Known-similarity corpora, toy (original): corpus i has a share i/K of 'cherry', "
-        "the rest 'apple'\nK = 4, 2 draws, 8 documents per corpus")
+        "the rest 'apple'\nK = 4, 2 draws, 8 documents per corpus"
+    )
     summary = {(s["method"], s["measure"]): s for s in cd.ksc_summary(table)}
     assert summary["WMD", "energy"]["spearman_rho"] > 0.8  # far classes: clear trend
 
@@ -213,8 +226,12 @@ def test_run_ksc_writes_table_and_the_report_draws_figures(tmp_path):
 
 def test_ksc_report_needs_one_figure_per_table(tmp_path):
     with pytest.raises(io.WmdevalError, match="2 KSC table.*1 figure path"):
-        cd.run_ksc_report([tmp_path / "a.parquet", tmp_path / "b.parquet"],
-                          [tmp_path / "a.png"], tmp_path / "k.csv", tmp_path / "k.md")
+        cd.run_ksc_report(
+            [tmp_path / "a.parquet", tmp_path / "b.parquet"],
+            [tmp_path / "a.png"],
+            tmp_path / "k.csv",
+            tmp_path / "k.md",
+        )
     assert not list(tmp_path.iterdir())
 
 

@@ -71,7 +71,8 @@ def test_matching_is_minimal_against_networkx(kind, seed):
     reference = crossmatch._networkx_matching(n, us, vs, dist[us, vs])
     assert_perfect(reference, n)
     assert dist[pairs[:, 0], pairs[:, 1]].sum() == pytest.approx(
-        dist[reference[:, 0], reference[:, 1]].sum(), rel=1e-9, abs=1e-9)
+        dist[reference[:, 0], reference[:, 1]].sum(), rel=1e-9, abs=1e-9
+    )
 
 
 def test_odd_count_discards_the_least_matchable_point():
@@ -95,8 +96,10 @@ def test_bad_input_is_rejected():
 # --------------------------------------------------------------------------- null
 
 
-@pytest.mark.parametrize(("n_points", "n_first"), [(2, 1), (4, 2), (10, 3), (40, 20), (200, 60),
-                                                   (400, 200), (12, 0), (12, 12)])
+@pytest.mark.parametrize(
+    ("n_points", "n_first"),
+    [(2, 1), (4, 2), (10, 3), (40, 20), (200, 60), (400, 200), (12, 0), (12, 12)],
+)
 def test_null_distribution_sums_to_one_with_the_known_mean(n_points, n_first):
     values, probabilities = crossmatch.null_distribution(n_points, n_first)
     assert probabilities.sum() == pytest.approx(1.0)
@@ -127,8 +130,9 @@ def test_null_distribution_matches_label_permutations():
     pairs = np.arange(n_points).reshape(-1, 2)  # any fixed matching
     labels = np.zeros(n_points, dtype=bool)
     labels[:n_first] = True
-    a1 = np.array([np.count_nonzero(np.not_equal(*rng.permutation(labels)[pairs].T))
-                   for _ in range(draws)])
+    a1 = np.array(
+        [np.count_nonzero(np.not_equal(*rng.permutation(labels)[pairs].T)) for _ in range(draws)]
+    )
     values, probabilities = crossmatch.null_distribution(n_points, n_first)
     observed = np.array([np.count_nonzero(a1 == v) for v in values])
     assert observed.sum() == draws  # no value outside the support
@@ -151,7 +155,8 @@ def test_far_clusters_never_crossmatch():
     assert result.expected_a1 == pytest.approx(20 * 20 / 39)
     assert result.p_value < 1e-5
     assert result.p_value == pytest.approx(
-        2 ** 0 * math.factorial(20) / (math.comb(40, 20) * math.factorial(10) ** 2))
+        2**0 * math.factorial(20) / (math.comb(40, 20) * math.factorial(10) ** 2)
+    )
 
 
 def test_identical_distributions_are_not_rejected():
@@ -179,8 +184,13 @@ def test_comparisons_are_class_pairs_then_folds_with_the_same_samples():
     documents, splits, matrices = synthetic_dataset()
     corpus = prepare_variant(documents, splits, matrices)
     found = groups.comparisons(corpus, m=5, seed=0)
-    assert [c.name for c in found] == ["apple vs banana", "apple vs cherry", "banana vs cherry",
-                                       "train vs test fold 0", "train vs test fold 1"]
+    assert [c.name for c in found] == [
+        "apple vs banana",
+        "apple vs cherry",
+        "banana vs cherry",
+        "train vs test fold 0",
+        "train vs test fold 1",
+    ]
     again = groups.comparisons(corpus, m=5, seed=0)
     for a, b in zip(found, again, strict=True):
         assert np.array_equal(a.first, b.first) and np.array_equal(a.second, b.second)
@@ -203,9 +213,16 @@ def test_class_separability_on_a_dataset(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "crossmatch.parquet"
-    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
-                                  {"crossmatch": {"m": 12}}, {"crossmatch": out},
-                                  seed=0)["crossmatch"]
+    table = analyses.run_analyses(
+        docs,
+        spl,
+        wmd_paths,
+        "toy",
+        "original",
+        {"crossmatch": {"m": 12}},
+        {"crossmatch": out},
+        seed=0,
+    )["crossmatch"]
     assert io.read_table(out, schemas.CROSSMATCH).equals(table)
     assert table.num_rows == len(METHODS) * (3 + 2)
     rows = table.to_pylist()
@@ -213,8 +230,13 @@ def test_class_separability_on_a_dataset(tmp_path):
         assert 0 <= row["a1"] <= min(row["n1"], row["n2"])
         assert 0 < row["p_value"] <= 1
     # WMD here is built from well separated class centres: no crossmatch between classes
-    wmd_rows = [r for r in rows if r["method"] == "WMD" and " vs " in r["comparison"]
-                and not r["comparison"].startswith("train")]
+    wmd_rows = [
+        r
+        for r in rows
+        if r["method"] == "WMD"
+        and " vs " in r["comparison"]
+        and not r["comparison"].startswith("train")
+    ]
     assert len(wmd_rows) == 3
     assert all(r["a1"] == 0 and r["p_value"] < 1e-3 for r in wmd_rows)
     csv_path, md_path = tmp_path / "cm.csv", tmp_path / "cm.md"

@@ -261,8 +261,9 @@ def test_unpinned_checksum_is_recorded_then_enforced(server, tmp_path, caplog):
 def test_lock_file_keeps_entries_of_concurrent_writers(tmp_path):
     lock = tmp_path / "lock.txt"
     urls = [f"http://example.org/{i}" for i in range(16)]
-    threads = [threading.Thread(target=dl.record_sha256, args=(lock, u, sha(u.encode())))
-               for u in urls]
+    threads = [
+        threading.Thread(target=dl.record_sha256, args=(lock, u, sha(u.encode()))) for u in urls
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

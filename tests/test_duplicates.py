@@ -14,9 +14,15 @@ from wmdeval.ingest.corpora import splits_table
 
 # ----------------------------------------------------------------------------- references
 def bags_by_id(documents):
-    return {d: dict(zip(w, c, strict=True)) for d, w, c in zip(
-        documents.column("doc_id").to_pylist(), documents.column("words").to_pylist(),
-        documents.column("counts").to_pylist(), strict=True)}
+    return {
+        d: dict(zip(w, c, strict=True))
+        for d, w, c in zip(
+            documents.column("doc_id").to_pylist(),
+            documents.column("words").to_pylist(),
+            documents.column("counts").to_pylist(),
+            strict=True,
+        )
+    }
 
 
 def brute_force_pairs(documents):
@@ -27,14 +33,22 @@ def brute_force_pairs(documents):
 def brute_force_summary(documents, splits):
     """Every count of the summary, from the explicit list of duplicate pairs."""
     pairs = brute_force_pairs(documents)
-    labels = dict(zip(documents.column("doc_id").to_pylist(),
-                      documents.column("label").to_pylist(), strict=True))
+    labels = dict(
+        zip(
+            documents.column("doc_id").to_pylist(),
+            documents.column("label").to_pylist(),
+            strict=True,
+        )
+    )
     side = {}
-    for fold, doc, subset in zip(*(splits.column(c).to_pylist() for c in splits.column_names),
-                                 strict=True):
+    for fold, doc, subset in zip(
+        *(splits.column(c).to_pylist() for c in splits.column_names), strict=True
+    ):
         side.setdefault(fold, {})[doc] = subset
-    crossing = [{(a, b) for a, b in pairs if a in s and b in s and s[a] != s[b]}
-                for _, s in sorted(side.items())]
+    crossing = [
+        {(a, b) for a, b in pairs if a in s and b in s and s[a] != s[b]}
+        for _, s in sorted(side.items())
+    ]
     bags = bags_by_id(documents)
     group_sizes = {}
     for a in {d for pair in pairs for d in pair}:
@@ -88,9 +102,15 @@ def random_corpus(make_documents, rng, n_docs, n_words, max_len, max_count=2, n_
     rows = []
     for _ in range(n_docs):
         n = rng.integers(0, max_len + 1)
-        rows.append((f"l{rng.integers(n_labels)}",
-                     {f"w{rng.integers(n_words)}": int(rng.integers(1, max_count + 1))
-                      for _ in range(n)}))
+        rows.append(
+            (
+                f"l{rng.integers(n_labels)}",
+                {
+                    f"w{rng.integers(n_words)}": int(rng.integers(1, max_count + 1))
+                    for _ in range(n)
+                },
+            )
+        )
     return make_documents(rows)
 
 
@@ -120,18 +140,35 @@ def summary_rows(documents, splits, seed=0):
 
 # ----------------------------------------------------------------------------- exact duplicates
 TOY = [
-    ("x", {"a": 1, "b": 2}),   # 0 \
-    ("y", {"b": 2, "a": 1}),   # 1  } group of three, mixed labels; 1 lists its words reversed
-    ("x", {"a": 1, "b": 2}),   # 2 /
-    ("x", {"a": 1, "b": 3}),   # 3 differs in one count
-    ("z", {"c": 1}),           # 4 \ pair
-    ("z", {"c": 1}),           # 5 /
-    ("z", {}),                 # 6 empty, unique
+    ("x", {"a": 1, "b": 2}),  # 0 \
+    ("y", {"b": 2, "a": 1}),  # 1  } group of three, mixed labels; 1 lists its words reversed
+    ("x", {"a": 1, "b": 2}),  # 2 /
+    ("x", {"a": 1, "b": 3}),  # 3 differs in one count
+    ("z", {"c": 1}),  # 4 \ pair
+    ("z", {"c": 1}),  # 5 /
+    ("z", {}),  # 6 empty, unique
 ]
 # fold 0: 4 train / 5 test -> only the pair crosses; fold 1: 1 is test -> (0,1), (1,2) cross
-TOY_SPLITS = ([0] * 7 + [1] * 7, list(range(7)) * 2,
-              ["train", "train", "train", "test", "train", "test", "test",
-               "train", "test", "train", "train", "train", "train", "test"])
+TOY_SPLITS = (
+    [0] * 7 + [1] * 7,
+    list(range(7)) * 2,
+    [
+        "train",
+        "train",
+        "train",
+        "test",
+        "train",
+        "test",
+        "test",
+        "train",
+        "test",
+        "train",
+        "train",
+        "train",
+        "train",
+        "test",
+    ],
+)
 
 
 def test_known_groups_both_rows(make_documents):
@@ -140,16 +177,27 @@ def test_known_groups_both_rows(make_documents):
     assert [g.tolist() for g in duplicates.duplicate_groups(docs)] == [[0, 1, 2], [4, 5]]
     original, clean = summary_rows(docs, splits)
     assert original == {
-        "dataset": "toy", "variant": "original", "documents": 7,
-        "duplicate_pairs": 4, "duplicate_samples": 5, "groups": 2, "largest_group": 3,
-        "pairs_different_labels": 2,              # (0,1) and (1,2)
-        "pairs_across_train_test_any_fold": 3,    # (4,5) in fold 0; (0,1), (1,2) in fold 1
+        "dataset": "toy",
+        "variant": "original",
+        "documents": 7,
+        "duplicate_pairs": 4,
+        "duplicate_samples": 5,
+        "groups": 2,
+        "largest_group": 3,
+        "pairs_different_labels": 2,  # (0,1) and (1,2)
+        "pairs_across_train_test_any_fold": 3,  # (4,5) in fold 0; (0,1), (1,2) in fold 1
         "pairs_across_train_test_per_fold": [1, 2],
     }
     assert clean == {
-        "dataset": "toy", "variant": "clean", "documents": 4,
-        "duplicate_pairs": 0, "duplicate_samples": 0, "groups": 0, "largest_group": 0,
-        "pairs_different_labels": 0, "pairs_across_train_test_any_fold": 0,
+        "dataset": "toy",
+        "variant": "clean",
+        "documents": 4,
+        "duplicate_pairs": 0,
+        "duplicate_samples": 0,
+        "groups": 0,
+        "largest_group": 0,
+        "pairs_different_labels": 0,
+        "pairs_across_train_test_any_fold": 0,
         "pairs_across_train_test_per_fold": [0, 0],
     }
 
@@ -161,7 +209,12 @@ def test_groups_table(make_documents):
     assert groups.schema == schemas.DUPLICATE_GROUPS
     rows = groups.to_pylist()
     assert [(r["group"], r["doc_id"], r["label"]) for r in rows] == [
-        (0, 0, "x"), (0, 1, "y"), (0, 2, "x"), (1, 4, "z"), (1, 5, "z")]
+        (0, 0, "x"),
+        (0, 1, "y"),
+        (0, 2, "x"),
+        (1, 4, "z"),
+        (1, 5, "z"),
+    ]
     assert [sum(r["kept"] for r in rows if r["group"] == g) for g in (0, 1)] == [1, 1]
     assert {r["doc_id"] for r in rows if r["kept"]} == set(kept.tolist()) & {0, 1, 2, 4, 5}
     assert set(kept.tolist()) >= {3, 6}
@@ -178,17 +231,23 @@ def test_no_duplicates_and_tiny_corpora(make_documents):
         assert duplicates.duplicate_groups(docs) == []
         corpus = duplicates.flatten_documents(docs)
         near = duplicates.near_duplicate_pairs(
-            corpus, duplicates.duplicate_group_numbers(corpus), 1.9)
-        assert near.num_rows == (1 if n == 2 else 0)   # {a: 1} and {a: 2} are proportional
+            corpus, duplicates.duplicate_group_numbers(corpus), 1.9
+        )
+        assert near.num_rows == (1 if n == 2 else 0)  # {a: 1} and {a: 2} are proportional
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_summary_matches_brute_force_on_random_corpora(make_documents, seed):
     rng = np.random.default_rng(seed)
     # small vocabularies and short documents -> many groups, some large (like twitter)
-    docs = random_corpus(make_documents, rng, n_docs=int(rng.integers(20, 120)),
-                         n_words=int(rng.integers(2, 6)), max_len=3)
-    if seed % 2:   # doc ids that are not row positions, rows not in doc_id order
+    docs = random_corpus(
+        make_documents,
+        rng,
+        n_docs=int(rng.integers(20, 120)),
+        n_words=int(rng.integers(2, 6)),
+        max_len=3,
+    )
+    if seed % 2:  # doc ids that are not row positions, rows not in doc_id order
         n = docs.num_rows
         docs = with_doc_ids(docs, 1000 - 7 * np.arange(n), rng.permutation(n))
     splits = random_splits(rng, docs.column("doc_id").to_pylist(), n_folds=int(rng.integers(1, 6)))
@@ -197,8 +256,9 @@ def test_summary_matches_brute_force_on_random_corpora(make_documents, seed):
     assert {k: original[k] for k in expected} == expected
 
     groups = duplicates.duplicate_groups(docs)
-    assert {(int(a), int(b)) for g in groups for a, b in itertools.combinations(g, 2)} == \
-        brute_force_pairs(docs)
+    assert {
+        (int(a), int(b)) for g in groups for a, b in itertools.combinations(g, 2)
+    } == brute_force_pairs(docs)
     assert [int(g[0]) for g in groups] == sorted(int(g[0]) for g in groups)
 
     kept = duplicates.kept_documents(docs.column("doc_id").to_numpy(), groups, seed)
@@ -228,7 +288,8 @@ def fake_hash_first_word(corpus):
 def test_hash_collisions_never_merge_different_bags(make_documents, monkeypatch, fake_hash):
     rng = np.random.default_rng(7)
     corpora = [make_documents(TOY)] + [
-        random_corpus(make_documents, rng, n_docs=80, n_words=5, max_len=3) for _ in range(5)]
+        random_corpus(make_documents, rng, n_docs=80, n_words=5, max_len=3) for _ in range(5)
+    ]
     expected = [[g.tolist() for g in duplicates.duplicate_groups(docs)] for docs in corpora]
     monkeypatch.setattr(duplicates, "bag_hashes", fake_hash)
     for docs, groups in zip(corpora, expected, strict=True):
@@ -248,11 +309,13 @@ def test_kept_documents_matches_the_plain_loop():
     for trial in range(40):
         n = int(rng.integers(1, 60))
         doc_ids = rng.permutation(np.arange(n) * 3 + 5)
-        group_of = rng.integers(-3, 6, n)   # negative: no duplicate
+        group_of = rng.integers(-3, 6, n)  # negative: no duplicate
         groups = [np.sort(doc_ids[group_of == g]) for g in range(6) if (group_of == g).sum() > 1]
         seed = trial % 4
-        assert np.array_equal(duplicates.kept_documents(doc_ids, groups, seed),
-                              kept_by_plain_loop(doc_ids, groups, seed))
+        assert np.array_equal(
+            duplicates.kept_documents(doc_ids, groups, seed),
+            kept_by_plain_loop(doc_ids, groups, seed),
+        )
 
 
 def test_one_survivor_per_group_seeded(make_documents):
@@ -275,9 +338,17 @@ def test_run_writes_clean_splits_without_removed_documents(make_documents, tmp_p
     write_table(docs, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
     paths = {k: tmp_path / f"{k}.parquet" for k in ("groups", "summary", "kept", "near")}
-    duplicates.run_duplicates(tmp_path / "documents.parquet", tmp_path / "splits.parquet", "toy",
-                              0, paths["groups"], paths["summary"], paths["kept"],
-                              near_path=paths["near"], near_max_l1=0.5)
+    duplicates.run_duplicates(
+        tmp_path / "documents.parquet",
+        tmp_path / "splits.parquet",
+        "toy",
+        0,
+        paths["groups"],
+        paths["summary"],
+        paths["kept"],
+        near_path=paths["near"],
+        near_max_l1=0.5,
+    )
     kept = read_table(paths["kept"]).column("doc_id").to_numpy()
     groups = read_table(paths["groups"], schemas.DUPLICATE_GROUPS)
     removed = pc.filter(groups.column("doc_id"), pc.invert(groups.column("kept"))).to_numpy()
@@ -304,11 +375,22 @@ def test_run_without_near_path_writes_no_near_table(make_documents, tmp_path):
 
     write_table(make_documents(TOY), tmp_path / "d.parquet", schemas.DOCUMENTS)
     write_table(splits_table(*TOY_SPLITS), tmp_path / "s.parquet", schemas.SPLITS)
-    duplicates.run_duplicates(tmp_path / "d.parquet", tmp_path / "s.parquet", "toy", 0,
-                              tmp_path / "g.parquet", tmp_path / "sum.parquet",
-                              tmp_path / "k.parquet")
+    duplicates.run_duplicates(
+        tmp_path / "d.parquet",
+        tmp_path / "s.parquet",
+        "toy",
+        0,
+        tmp_path / "g.parquet",
+        tmp_path / "sum.parquet",
+        tmp_path / "k.parquet",
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "d.parquet", "g.parquet", "k.parquet", "s.parquet", "sum.parquet"]
+        "d.parquet",
+        "g.parquet",
+        "k.parquet",
+        "s.parquet",
+        "sum.parquet",
+    ]
 
 
 # ----------------------------------------------------------------------------- near duplicates
@@ -357,9 +439,15 @@ def zipf(n):
 
 
 def near_as_dict(table):
-    return {(a, b): d for a, b, d in zip(table.column("doc_a").to_pylist(),
-                                         table.column("doc_b").to_pylist(),
-                                         table.column("l1_distance").to_pylist(), strict=True)}
+    return {
+        (a, b): d
+        for a, b, d in zip(
+            table.column("doc_a").to_pylist(),
+            table.column("doc_b").to_pylist(),
+            table.column("l1_distance").to_pylist(),
+            strict=True,
+        )
+    }
 
 
 @pytest.mark.parametrize("max_l1", [0.0, 0.05, 0.1, 0.3, 0.8, 1.5])
@@ -369,11 +457,15 @@ def test_near_duplicates_match_brute_force(make_documents, monkeypatch, max_l1):
     monkeypatch.setattr(duplicates, "ENTRIES_PER_BATCH", 50)
     rng = np.random.default_rng(int(max_l1 * 100))
     for trial in range(6):
-        docs = (corpus_with_near_copies(make_documents, rng, n_base=60, n_words=40) if trial % 2
-                else corpus_dominated_by_common_words(make_documents, rng, n_docs=80))
+        docs = (
+            corpus_with_near_copies(make_documents, rng, n_base=60, n_words=40)
+            if trial % 2
+            else corpus_dominated_by_common_words(make_documents, rng, n_docs=80)
+        )
         corpus = duplicates.flatten_documents(docs)
         table = duplicates.near_duplicate_pairs(
-            corpus, duplicates.duplicate_group_numbers(corpus), max_l1)
+            corpus, duplicates.duplicate_group_numbers(corpus), max_l1
+        )
         assert table.schema == duplicates.NEAR_DUPLICATES
         found = near_as_dict(table)
         expected = brute_force_near(docs, max_l1 + 1e-12)
@@ -384,27 +476,31 @@ def test_near_duplicates_match_brute_force(make_documents, monkeypatch, max_l1):
             assert distance == pytest.approx(expected[pair], abs=1e-12)
         keys = list(found)
         assert keys == sorted(keys) and all(a < b for a, b in keys)
-        labels = dict(zip(docs.column("doc_id").to_pylist(), docs.column("label").to_pylist(),
-                          strict=True))
+        labels = dict(
+            zip(docs.column("doc_id").to_pylist(), docs.column("label").to_pylist(), strict=True)
+        )
         assert table.column("label_a").to_pylist() == [labels[a] for a, _ in keys]
         assert table.column("label_b").to_pylist() == [labels[b] for _, b in keys]
         if max_l1 >= 0.3:
-            assert found   # the corpus really contains near duplicates
+            assert found  # the corpus really contains near duplicates
 
 
 def test_near_duplicates_known_pairs(make_documents):
-    docs = make_documents([
-        ("x", {"a": 10, "b": 10}),   # 0
-        ("x", {"a": 10, "b": 10}),   # 1 identical to 0: not a near duplicate
-        ("y", {"a": 11, "b": 10}),   # 2 one count changed
-        ("y", {"a": 20, "b": 20}),   # 3 proportional to 0: distance 0
-        ("z", {"c": 1}),             # 4
-        ("z", {}),                   # 5 empty: never paired
-        ("z", {}),                   # 6
-    ])
+    docs = make_documents(
+        [
+            ("x", {"a": 10, "b": 10}),  # 0
+            ("x", {"a": 10, "b": 10}),  # 1 identical to 0: not a near duplicate
+            ("y", {"a": 11, "b": 10}),  # 2 one count changed
+            ("y", {"a": 20, "b": 20}),  # 3 proportional to 0: distance 0
+            ("z", {"c": 1}),  # 4
+            ("z", {}),  # 5 empty: never paired
+            ("z", {}),  # 6
+        ]
+    )
     corpus = duplicates.flatten_documents(docs)
-    found = near_as_dict(duplicates.near_duplicate_pairs(
-        corpus, duplicates.duplicate_group_numbers(corpus), 0.1))
+    found = near_as_dict(
+        duplicates.near_duplicate_pairs(corpus, duplicates.duplicate_group_numbers(corpus), 0.1)
+    )
     d = abs(11 / 21 - 0.5) * 2
     assert set(found) == {(0, 2), (0, 3), (1, 2), (1, 3), (2, 3)}
     assert found[(0, 3)] == 0.0 and found[(0, 2)] == pytest.approx(d)

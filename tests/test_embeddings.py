@@ -30,13 +30,13 @@ def vectors() -> KeyedVectors:
 
 def write(kv: KeyedVectors, path, fmt: str) -> None:
     """With gensim's writer (a path ending in .gz is compressed by gensim)."""
-    kv.save_word2vec_format(str(path), binary=fmt == "word2vec-binary",
-                            write_header=fmt != "glove")
+    kv.save_word2vec_format(str(path), binary=fmt == "word2vec-binary", write_header=fmt != "glove")
 
 
 def gensim_load(path, fmt: str, limit=None) -> KeyedVectors:
-    return KeyedVectors.load_word2vec_format(str(path), binary=fmt == "word2vec-binary",
-                                             no_header=fmt == "glove", limit=limit)
+    return KeyedVectors.load_word2vec_format(
+        str(path), binary=fmt == "word2vec-binary", no_header=fmt == "glove", limit=limit
+    )
 
 
 def assert_same_as_gensim(path, fmt, vocabulary=None, limit=None):
@@ -262,8 +262,9 @@ def test_non_finite_values_name_the_word_only_when_kept(tmp_path, vectors, fmt):
 @pytest.mark.parametrize("fmt", ["word2vec-text", "word2vec-binary"])
 def test_fewer_vectors_than_declared_is_a_warning(tmp_path, vectors, fmt, caplog):
     path = tmp_path / "vectors"
-    vectors.save_word2vec_format(str(path), binary=fmt == "word2vec-binary",
-                                 total_vec=len(vectors) + 5)
+    vectors.save_word2vec_format(
+        str(path), binary=fmt == "word2vec-binary", total_vec=len(vectors) + 5
+    )
     with caplog.at_level(logging.WARNING, "wmdeval.ingest.embeddings"):
         words, _ = embeddings.read_vectors(path, fmt, None)
     assert words == vectors.index_to_key
@@ -291,15 +292,17 @@ def write_documents(tmp_path, bags):
 def test_run_lookup_end_to_end(tmp_path):
     documents = write_documents(tmp_path, [{"zebra": 2, "café": 1}, {"apple": 1, "oov": 3}])
     embedding = tmp_path / "vectors.txt"
-    embedding.write_text("5 2\nzebra 3 4\nunused 1 1\napple 0 2\ncafé -1 0\nzoo 5 5\n",
-                         encoding="utf-8")
+    embedding.write_text(
+        "5 2\nzebra 3 4\nunused 1 1\napple 0 2\ncafé -1 0\nzoo 5 5\n", encoding="utf-8"
+    )
     out = tmp_path / "embeddings.parquet"
     embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, True, str(out))
     table = read_table(out)
     assert table.column("word").to_pylist() == ["apple", "café", "zebra"]
     np.testing.assert_allclose(table.column("norm").to_numpy(), [2, 1, 5])
-    np.testing.assert_allclose(np.array(table.column("vector").to_pylist()),
-                               [[0, 1], [-1, 0], [0.6, 0.8]], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.array(table.column("vector").to_pylist()), [[0, 1], [-1, 0], [0.6, 0.8]], rtol=1e-6
+    )
 
     embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", 2, False, str(out))
     table = read_table(out)
@@ -313,13 +316,10 @@ def test_run_lookup_rejects_nan_and_zero_vectors_of_corpus_words(tmp_path):
     out = tmp_path / "embeddings.parquet"
     embedding.write_text("3 2\nbird nan 1\ncat 1 1\ndog nan 1\n")
     with pytest.raises(WmdevalError, match="line 4: the vector of 'dog' has NaN"):
-        embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, True,
-                              str(out))
+        embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, True, str(out))
     embedding.write_text("2 2\ncat 1 1\ndog 0 0\n")
     with pytest.raises(WmdevalError, match="'dog' is all zeros"):
-        embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, True,
-                              str(out))
+        embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, True, str(out))
     assert not out.exists()
-    embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, False,
-                          str(out))
+    embeddings.run_lookup(str(documents), str(embedding), "word2vec-text", None, False, str(out))
     assert read_table(out).column("norm").to_pylist() == [pytest.approx(2**0.5), 0.0]

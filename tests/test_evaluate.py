@@ -92,7 +92,8 @@ def test_rank_neighbours_tie_at_kth_boundary_goes_to_lower_index():
     # 20 columns at 0.1, 20 at 0.2, 160 at 0.5, scattered: for k = 3, 41 or 43 the k-th
     # value is shared by many columns, and argpartition may pick any of them.
     row = np.random.default_rng(3).permutation(
-        np.array([0.5, 0.1, 0.5, 0.5, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5] * 20))
+        np.array([0.5, 0.1, 0.5, 0.5, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5] * 20)
+    )
     for k in (1, 2, 3, 5, 41, 42, 43, 120):
         assert evaluate.rank_neighbours(row[None], k)[0].tolist() == loop_neighbours(row, k)
 
@@ -168,8 +169,7 @@ def test_wknn_underflow_still_predicts_nearest_class():
 
 def test_select_k_hand_computed():
     # Two validation queries against four fit documents.
-    dist = np.array([[0.1, 0.2, 0.3, 0.4],
-                     [0.4, 0.3, 0.2, 0.1]])
+    dist = np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])
     y_fit = np.array([0, 1, 1, 1])
     y_val = np.array([1, 1])
     # k=1: [0, 1] -> 0.5; k=2: [0 (tie), 1] -> 0.5; k=3: [1, 1] -> 1.0; k=4: [1, 1] -> 1.0
@@ -190,8 +190,9 @@ def test_select_k_and_gamma_match_loops(seed):
         return loop_accuracy([loop_wknn(row, y_fit, 19, gamma)[0] for row in dist], y_val)
 
     assert evaluate.select_k(dist, y_fit, y_val) == loop_select(range(1, 20), knn_accuracy)
-    assert (evaluate.select_gamma(dist, y_fit, y_val, GAMMAS, 19)
-            == loop_select(GAMMAS, wknn_accuracy))
+    assert evaluate.select_gamma(dist, y_fit, y_val, GAMMAS, 19) == loop_select(
+        GAMMAS, wknn_accuracy
+    )
 
 
 def test_select_gamma_prefers_smallest_on_ties():
@@ -218,8 +219,9 @@ def test_missing_settings_take_the_schemas_defaults():
     assert evaluate.complete_settings(None) == config.defaults("evaluation")
     # a bad value is the schema's to reject, before any job runs
     with pytest.raises(io.WmdevalError, match="empty_documents"):
-        config.validate({"datasets": {}, "embeddings": {},
-                         "evaluation": {"empty_documents": "ignore"}})
+        config.validate(
+            {"datasets": {}, "embeddings": {}, "evaluation": {"empty_documents": "ignore"}}
+        )
 
 
 # --------------------------------------------------------------------------- a fold
@@ -267,8 +269,9 @@ def test_evaluate_fold_matches_loop(seed):
     dist[:, empty] = np.nan
     test = np.arange(45, n)
     train = rng.permutation(45)  # any order: the fold is sorted by position
-    results = {r["classifier"]: r
-               for r in evaluate.evaluate_fold(DenseDistances(dist), y, train, test)}
+    results = {
+        r["classifier"]: r for r in evaluate.evaluate_fold(DenseDistances(dist), y, train, test)
+    }
     expected = loop_fold(dist, y, train, test, empty)
     for name, (param, acc, error) in expected.items():
         assert results[name]["param"] == param
@@ -287,11 +290,16 @@ def test_evaluate_fold_drop_mode_removes_empty_documents():
     dist[:, [3, 35]] = np.nan
     train, test = np.arange(30), np.arange(30, n)
     kept = np.setdiff1d(np.arange(n), [3, 35])
-    dropped = evaluate.evaluate_fold(DenseDistances(dist), y, train, test,
-                                     {"empty_documents": "drop"})
+    dropped = evaluate.evaluate_fold(
+        DenseDistances(dist), y, train, test, {"empty_documents": "drop"}
+    )
     # dropping == evaluating the matrix without those documents
-    sub = {r["classifier"]: r for r in evaluate.evaluate_fold(
-        DenseDistances(dist[np.ix_(kept, kept)]), y[kept], np.arange(29), np.arange(29, n - 2))}
+    sub = {
+        r["classifier"]: r
+        for r in evaluate.evaluate_fold(
+            DenseDistances(dist[np.ix_(kept, kept)]), y[kept], np.arange(29), np.arange(29, n - 2)
+        )
+    }
     for r in dropped:
         assert r["n_test"] == 9 and r["n_test_empty"] == 1
         assert r["param"] == sub[r["classifier"]]["param"]
@@ -310,21 +318,28 @@ def tiny_dataset(rng, n=40, n_classes=3):
         chosen = sorted(set(rng.choice(pool, 5)))
         words.append([] if i == 7 else chosen)
         counts.append([] if i == 7 else [float(c) for c in rng.integers(1, 4, len(chosen))])
-    documents = pa.table({
-        "doc_id": pa.array(np.arange(n, dtype=np.int32) * 2),  # ids need not be positions
-        "label": [f"class{c}" for c in y],
-        "y": pa.array(y.astype(np.int32)),
-        "words": words,
-        "counts": counts,
-    }).cast(schemas.DOCUMENTS)
+    documents = pa.table(
+        {
+            "doc_id": pa.array(np.arange(n, dtype=np.int32) * 2),  # ids need not be positions
+            "label": [f"class{c}" for c in y],
+            "y": pa.array(y.astype(np.int32)),
+            "words": words,
+            "counts": counts,
+        }
+    ).cast(schemas.DOCUMENTS)
     rows = []
     for fold in range(2):
         test = set(range(3 * fold, n, 4))  # doc 7: training in fold 0, test in fold 1
         for i in range(n):
             rows.append((fold, 2 * i, "test" if i in test else "train"))
     fold, doc_id, subset = zip(*rows, strict=True)
-    splits = pa.table({"fold": pa.array(fold, pa.int16()), "doc_id": pa.array(doc_id, pa.int32()),
-                       "subset": list(subset)}).cast(schemas.SPLITS)
+    splits = pa.table(
+        {
+            "fold": pa.array(fold, pa.int16()),
+            "doc_id": pa.array(doc_id, pa.int32()),
+            "subset": list(subset),
+        }
+    ).cast(schemas.SPLITS)
     return documents, splits, y
 
 
@@ -344,8 +359,10 @@ def tiny():
     documents, splits, y = tiny_dataset(rng)
     empty = np.arange(len(y)) == 7
     doc_ids = documents.column("doc_id").to_numpy()
-    wmd = {"wmd": (doc_ids, random_wmd(rng, y, empty)),
-           "wmd-tfidf": (doc_ids, random_wmd(rng, y, empty))}
+    wmd = {
+        "wmd": (doc_ids, random_wmd(rng, y, empty)),
+        "wmd-tfidf": (doc_ids, random_wmd(rng, y, empty)),
+    }
     return documents, splits, wmd
 
 
@@ -358,7 +375,8 @@ def test_evaluate_dataset_rows(tiny, caplog):
     rows = scores.to_pylist()
     assert {r["method"] for r in rows} == {m.name for m in METHODS}
     assert {(r["classifier"], r["fold"]) for r in rows} == {
-        (c, f) for c in ("knn", "wknn") for f in (0, 1)}
+        (c, f) for c in ("knn", "wknn") for f in (0, 1)
+    }
     for r in rows:
         assert (r["dataset"], r["variant"]) == ("tiny", "original")
         assert 0 <= r["test_error"] <= 1 and 0 <= r["val_accuracy"] <= 1
@@ -393,8 +411,9 @@ def test_evaluate_dataset_without_wmd_and_with_shuffled_matrix(tiny):
 
 def test_evaluate_dataset_drop_mode(tiny):
     documents, splits, wmd = tiny
-    scores = evaluate.evaluate_dataset(documents, splits, wmd, {"empty_documents": "drop"},
-                                       "tiny", "original").to_pylist()
+    scores = evaluate.evaluate_dataset(
+        documents, splits, wmd, {"empty_documents": "drop"}, "tiny", "original"
+    ).to_pylist()
     assert {r["n_test"] for r in scores if r["fold"] == 1} == {9}
     assert {r["n_test_empty"] for r in scores if r["fold"] == 1} == {1}
 
@@ -403,8 +422,9 @@ def test_evaluate_dataset_missing_document_in_matrix(tiny):
     documents, splits, wmd = tiny
     ids, matrix = wmd["wmd"]
     with pytest.raises(io.WmdevalError, match="lack"):
-        evaluate.evaluate_dataset(documents, splits, {"wmd": (ids[:-1], matrix[:-1, :-1])},
-                                  None, "tiny", "original")
+        evaluate.evaluate_dataset(
+            documents, splits, {"wmd": (ids[:-1], matrix[:-1, :-1])}, None, "tiny", "original"
+        )
 
 
 def test_run_evaluate_writes_scores(tiny, tmp_path):
@@ -416,8 +436,15 @@ def test_run_evaluate_writes_scores(tiny, tmp_path):
         paths[slug] = tmp_path / f"{slug}.parquet"
         io.write_distances(matrix, ids, paths[slug])
     out = tmp_path / "results" / "scores.parquet"
-    returned = evaluate.run_evaluate(tmp_path / "documents.parquet", tmp_path / "splits.parquet",
-                                     paths, None, "tiny", "original", out)
+    returned = evaluate.run_evaluate(
+        tmp_path / "documents.parquet",
+        tmp_path / "splits.parquet",
+        paths,
+        None,
+        "tiny",
+        "original",
+        out,
+    )
     written = io.read_table(out, schemas.SCORES)
     assert written.equals(returned)
     expected = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
@@ -489,9 +516,10 @@ def test_one_fold_is_computed_per_block(tiny, distance_calls):
         got = distances.block(test, train)
         assert distance_calls == [(len(test), len(train))]
         assert np.isnan(got[:, variant.no_words[train]]).all()
-        np.testing.assert_array_equal(got[:, ~variant.no_words[train]],
-                                      direct(variant.counts, method, train, test,
-                                             train)[:, ~variant.no_words[train]])
+        np.testing.assert_array_equal(
+            got[:, ~variant.no_words[train]],
+            direct(variant.counts, method, train, test, train)[:, ~variant.no_words[train]],
+        )
 
 
 def test_evaluate_fold_reads_only_neighbours(tiny):
@@ -506,8 +534,9 @@ def test_evaluate_fold_reads_only_neighbours(tiny):
     dense = variant.wmd["wmd"]
     for train, test in variant.folds:
         table = NeighbourTable.from_distances(dense, np.arange(len(y)), train, len(train))
-        assert evaluate.evaluate_fold(table, y, train, test) == \
-            evaluate.evaluate_fold(dense, y, train, test)
+        assert evaluate.evaluate_fold(table, y, train, test) == evaluate.evaluate_fold(
+            dense, y, train, test
+        )
 
 
 def test_pca_wmd_matrices_are_evaluated_as_extra_methods(tiny):

@@ -94,8 +94,7 @@ def test_pang_lee_polarity():
 def test_documents_table_codes_labels_by_sorted_name():
     docs = ingest.documents_table([Counter({"b": 2, "a": 1}), Counter()], ["z", "m"])
     rows = docs.to_pylist()
-    assert rows[0] == {"doc_id": 0, "label": "z", "y": 1, "words": ["a", "b"],
-                       "counts": [1.0, 2.0]}
+    assert rows[0] == {"doc_id": 0, "label": "z", "y": 1, "words": ["a", "b"], "counts": [1.0, 2.0]}
     assert rows[1] == {"doc_id": 1, "label": "m", "y": 0, "words": [], "counts": []}
 
 
@@ -115,13 +114,23 @@ def test_random_splits_are_seeded_70_30_partitions():
 def test_table_source_with_split_column(tmp_path):
     path = tmp_path / "corpus.tsv"
     path.write_text("text\tlabel\tsplit\nGood film\tpos\ttrain\nBad film\tneg\ttest\n")
-    spec = {"format": "table", "path": str(path), "text_column": "text",
-            "label_column": "label", "split_column": "split", "stopwords": "none",
-            "folds": 5, "test_size": 0.3, "split_seed": 0}
+    spec = {
+        "format": "table",
+        "path": str(path),
+        "text_column": "text",
+        "label_column": "label",
+        "split_column": "split",
+        "stopwords": "none",
+        "folds": 5,
+        "test_size": 0.3,
+        "split_seed": 0,
+    }
     docs, splits = ingest.ingest(spec)
     assert docs.column("words").to_pylist() == [["film", "good"], ["bad", "film"]]
-    assert splits.to_pylist() == [{"fold": 0, "doc_id": 0, "subset": "train"},
-                                  {"fold": 0, "doc_id": 1, "subset": "test"}]
+    assert splits.to_pylist() == [
+        {"fold": 0, "doc_id": 0, "subset": "train"},
+        {"fold": 0, "doc_id": 1, "subset": "test"},
+    ]
 
 
 def test_table_errors_name_file_and_column(tmp_path):

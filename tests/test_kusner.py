@@ -102,15 +102,21 @@ def test_five_fold_exactly_as_constructed(tmp_path):
     assert data.documents.to_pylist() == [
         {"doc_id": 0, "label": "1", "y": 0, "words": ["apple", "banana"], "counts": [2.0, 1.0]},
         {"doc_id": 1, "label": "2", "y": 1, "words": ["cherry"], "counts": [3.0]},
-        {"doc_id": 2, "label": "1", "y": 0, "words": ["apple", "cherry", "date"],
-         "counts": [1.0, 4.0, 1.0]},
+        {
+            "doc_id": 2,
+            "label": "1",
+            "y": 0,
+            "words": ["apple", "cherry", "date"],
+            "counts": [1.0, 4.0, 1.0],
+        },
         {"doc_id": 3, "label": "3", "y": 2, "words": ["banana"], "counts": [5.0]},
         {"doc_id": 4, "label": "2", "y": 1, "words": ["apple", "date"], "counts": [1.0, 2.0]},
     ]
     expected_splits = []
     for fold in range(5):
-        expected_splits += [{"fold": fold, "doc_id": d, "subset": "train"}
-                            for d in range(5) if d != fold]
+        expected_splits += [
+            {"fold": fold, "doc_id": d, "subset": "train"} for d in range(5) if d != fold
+        ]
         expected_splits += [{"fold": fold, "doc_id": fold, "subset": "test"}]
     assert data.splits.to_pylist() == expected_splits
     assert data.words == ["apple", "banana", "cherry", "date"]
@@ -150,7 +156,9 @@ def test_one_fold_without_strings_identifies_words_by_vectors(tmp_path):
     # Documents 0 and 2 share banana: the same synthetic name, from the same vector.
     assert synthetic("banana") in rows[0]["words"] and synthetic("banana") in rows[2]["words"]
     assert dict(zip(rows[2]["words"], rows[2]["counts"], strict=True)) == {
-        synthetic("banana"): 3.0, synthetic("date"): 1.0}
+        synthetic("banana"): 3.0,
+        synthetic("date"): 1.0,
+    }
     assert data.words == sorted(synthetic(w) for w in VECTORS)
     for word, vector in zip(data.words, data.vectors, strict=True):
         assert word == "vec:" + hashlib.sha1(vector.tobytes()).hexdigest()[:16]
@@ -171,7 +179,11 @@ def test_one_fold_with_word_strings(tmp_path):
     data = kusner.read_kusner_mat(save(tmp_path, one_fold_fields(train, test, with_words=True)))
     assert data.report["word_identity"] == "strings"
     assert [r["words"] for r in data.documents.to_pylist()] == [
-        ["apple"], ["cherry", "date"], ["cherry"], ["apple"]]
+        ["apple"],
+        ["cherry", "date"],
+        ["cherry"],
+        ["apple"],
+    ]
     assert data.documents.column("label").to_pylist() == ["5", "7", "7", "5"]
     assert data.words == ["apple", "cherry", "date"]
 
@@ -234,19 +246,35 @@ def bad_both_subsets():
 
 
 CASES = {
-    "missing field": (lambda: (five_fold_fields(BOW_X=None),
-                               r"missing field 'BOW_X' \(five-fold layout needs X, BOW_X, Y, TR, "
-                               r"TE\)")),
-    "TR index out of range": (lambda: (five_fold_fields(TR=np.where(FIVE_TR == 5, 801, FIVE_TR)),
-                                       r"TR index 801 out of range 1\.\.5")),
-    "non-integer label": (lambda: (five_fold_fields(Y=np.array([[1, 2, 1.5, 3, 2]])),
-                                   r"field 'Y' has a non-integer value 1\.5")),
+    "missing field": (
+        lambda: (
+            five_fold_fields(BOW_X=None),
+            r"missing field 'BOW_X' \(five-fold layout needs X, BOW_X, Y, TR, "
+            r"TE\)",
+        )
+    ),
+    "TR index out of range": (
+        lambda: (
+            five_fold_fields(TR=np.where(FIVE_TR == 5, 801, FIVE_TR)),
+            r"TR index 801 out of range 1\.\.5",
+        )
+    ),
+    "non-integer label": (
+        lambda: (
+            five_fold_fields(Y=np.array([[1, 2, 1.5, 3, 2]])),
+            r"field 'Y' has a non-integer value 1\.5",
+        )
+    ),
     "NaN in a vector": bad_nan_vector,
     "BOW length": bad_bow_length,
     "count not positive": bad_count,
     "in TR and TE": bad_both_subsets,
-    "labels count": (lambda: (five_fold_fields(Y=np.array([[1.0, 2.0]])),
-                              r"field 'Y' has 2 labels for 5 documents")),
+    "labels count": (
+        lambda: (
+            five_fold_fields(Y=np.array([[1.0, 2.0]])),
+            r"field 'Y' has 2 labels for 5 documents",
+        )
+    ),
 }
 
 
@@ -282,8 +310,9 @@ def outputs(tmp_path):
 
 
 def run(path, out, normalize=False):
-    kusner.run_kusner(path, normalize, out["documents"], out["splits"], out["embeddings"],
-                      out["report"], "toy")
+    kusner.run_kusner(
+        path, normalize, out["documents"], out["splits"], out["embeddings"], out["report"], "toy"
+    )
 
 
 def test_run_writes_all_tables(tmp_path):
@@ -337,8 +366,9 @@ def test_duplicate_counts_match_pairwise_comparison_of_stored_bags(tmp_path):
     docs = []
     for _ in range(30):
         chosen = rng.choice(len(words), size=rng.integers(1, 4), replace=False)
-        docs.append((int(rng.integers(1, 3)), [(words[i], float(rng.integers(1, 3)))
-                                               for i in chosen]))
+        docs.append(
+            (int(rng.integers(1, 3)), [(words[i], float(rng.integers(1, 3))) for i in chosen])
+        )
     # Planted duplicates: the same bag in another column order, and a triple.
     docs[7] = (1, list(reversed(docs[3][1])))
     docs[12] = (2, list(docs[3][1]))
@@ -351,10 +381,12 @@ def test_duplicate_counts_match_pairwise_comparison_of_stored_bags(tmp_path):
     stored = []
     for part in ("tr", "te"):
         for x, counts in zip(fields[f"x{part}"][0], fields[f"BOW_x{part}"][0], strict=True):
-            stored.append(sorted(zip((col.tobytes() for col in x.T), counts.ravel().tolist(),
-                                     strict=True)))
-    pairs = [(a, b) for a, b in itertools.combinations(range(len(stored)), 2)
-             if stored[a] == stored[b]]
+            stored.append(
+                sorted(zip((col.tobytes() for col in x.T), counts.ravel().tolist(), strict=True))
+            )
+    pairs = [
+        (a, b) for a, b in itertools.combinations(range(len(stored)), 2) if stored[a] == stored[b]
+    ]
     samples = {d for pair in pairs for d in pair}
 
     groups = duplicates.duplicate_groups(data.documents)

@@ -136,8 +136,10 @@ def test_query_sample_is_seeded_and_sized():
 
 
 def test_rank_robustness_of_identical_rankings_is_one():
-    pairs = {(a, b): float(i) for i, (a, b) in
-             enumerate(itertools.combinations(["A", "B", "C", "D", "E"], 2))}
+    pairs = {
+        (a, b): float(i)
+        for i, (a, b) in enumerate(itertools.combinations(["A", "B", "C", "D", "E"], 2))
+    }
     scaled = {p: v * 0.5 + 0.1 for p, v in pairs.items()}
     rows = n2o.rank_robustness({5: pairs, 10: scaled, 19: {p: -v for p, v in pairs.items()}})
     assert [(r["k_a"], r["k_b"]) for r in rows] == [(5, 10), (5, 19), (10, 19)]
@@ -150,9 +152,16 @@ def test_n2o_table_and_report_write_files_deterministically(tmp_path):
     documents, splits, matrices = synthetic_dataset()
     docs, spl, wmd_paths = write_dataset(tmp_path, documents, splits, matrices)
     out = tmp_path / "n2o.parquet"
-    table = analyses.run_analyses(docs, spl, wmd_paths, "toy", "original",
-                                  {"n2o": {"ks": [2, 4, 6], "queries": 5}}, {"n2o": out},
-                                  seed=1)["n2o"]
+    table = analyses.run_analyses(
+        docs,
+        spl,
+        wmd_paths,
+        "toy",
+        "original",
+        {"n2o": {"ks": [2, 4, 6], "queries": 5}},
+        {"n2o": out},
+        seed=1,
+    )["n2o"]
     assert io.read_table(out, n2o.N2O).num_rows == table.num_rows == 105 * 3 * 2
     assert set(table.column("queries").to_pylist()) <= {4, 5}
     png = tmp_path / "fig" / "n2o.png"
@@ -168,8 +177,7 @@ def test_n2o_table_and_report_write_files_deterministically(tmp_path):
 
 
 def test_n2o_matrix_is_symmetric_in_table_order():
-    pairs = {("WMD", "BOW (L1/L1)"): 0.3, ("BOW (L1/L1)", "BOW (L1/L1)"): 1.0,
-             ("WMD", "WMD"): 1.0}
+    pairs = {("WMD", "BOW (L1/L1)"): 0.3, ("BOW (L1/L1)", "BOW (L1/L1)"): 1.0, ("WMD", "WMD"): 1.0}
     names, matrix = n2o.n2o_matrix(pairs)
     assert names == ["BOW (L1/L1)", "WMD"]
     np.testing.assert_array_equal(matrix, [[1.0, 0.3], [0.3, 1.0]])

@@ -19,11 +19,19 @@ def _random_vectors(n_words: int = 30, dim: int = 8, seed: int = 1) -> np.ndarra
 
 
 def _documents(word_lists: list[list[str]]) -> pa.Table:
-    return pa.Table.from_pylist([
-        {"doc_id": k, "label": "x", "y": 0, "words": sorted(words),
-         "counts": [1.0] * len(words)}
-        for k, words in enumerate(word_lists)
-    ], schema=schemas.DOCUMENTS)
+    return pa.Table.from_pylist(
+        [
+            {
+                "doc_id": k,
+                "label": "x",
+                "y": 0,
+                "words": sorted(words),
+                "counts": [1.0] * len(words),
+            }
+            for k, words in enumerate(word_lists)
+        ],
+        schema=schemas.DOCUMENTS,
+    )
 
 
 def _same_up_to_sign(a: np.ndarray, b: np.ndarray, atol: float = 1e-9) -> None:
@@ -46,8 +54,9 @@ def test_weighted_fit_equals_sklearn_on_repeated_rows():
     _same_up_to_sign(fitted.project(vectors), reference.transform(vectors))
     # sklearn divides by n - 1, the weighted fit by the total weight n.
     n = len(repeated)
-    np.testing.assert_allclose(fitted.explained_variance * n / (n - 1),
-                               reference.explained_variance_, rtol=1e-9)
+    np.testing.assert_allclose(
+        fitted.explained_variance * n / (n - 1), reference.explained_variance_, rtol=1e-9
+    )
 
 
 def test_zero_weight_words_do_not_move_the_fit_but_are_projected():
@@ -84,8 +93,12 @@ def test_dimension_is_checked():
 
 def test_document_frequency_counts_documents_and_skips_unknown_words():
     documents = _documents([["a", "b"], ["b", "oov"], ["b", "c"], []])
-    assert pca.document_frequency(documents, ["a", "b", "c", "unused"]).tolist() == \
-        [1.0, 3.0, 1.0, 0.0]
+    assert pca.document_frequency(documents, ["a", "b", "c", "unused"]).tolist() == [
+        1.0,
+        3.0,
+        1.0,
+        0.0,
+    ]
 
 
 def test_project_embeddings_fits_one_row_per_word_occurrence(tmp_path):
@@ -97,8 +110,9 @@ def test_project_embeddings_fits_one_row_per_word_occurrence(tmp_path):
     documents = _documents([["a", "b", "c"], ["a", "d"], ["a", "b", "e"], ["c", "d", "e"]])
     io.write_table(embeddings, tmp_path / "embeddings.parquet")
     io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
-    pca.run_project(tmp_path / "embeddings.parquet", tmp_path / "documents.parquet", 2,
-                    tmp_path / "pca.parquet")
+    pca.run_project(
+        tmp_path / "embeddings.parquet", tmp_path / "documents.parquet", 2, tmp_path / "pca.parquet"
+    )
     projected = io.read_table(tmp_path / "pca.parquet")
 
     assert projected.schema == schemas.embeddings_schema(2)
@@ -109,6 +123,7 @@ def test_project_embeddings_fits_one_row_per_word_occurrence(tmp_path):
     expected = PCA(n_components=2, svd_solver="full").fit(stored).transform(vectors)
     _same_up_to_sign(out_vectors, expected, atol=1e-5)  # float32 on disk
     # Not re-normalised: the norm column is the norm of the projected vector.
-    np.testing.assert_allclose(projected.column("norm").to_numpy(),
-                               np.linalg.norm(out_vectors, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(
+        projected.column("norm").to_numpy(), np.linalg.norm(out_vectors, axis=1), rtol=1e-6
+    )
     assert not np.allclose(np.linalg.norm(out_vectors, axis=1), 1.0)

@@ -14,19 +14,38 @@ from wmdeval.ingest.embeddings import embeddings_table
 from wmdeval.reporting import figures
 from wmdeval.reporting import tables as report
 
-PAPER_DATASETS = ["bbcsport", "twitter", "recipe", "ohsumed", "classic", "reuters", "amazon",
-                  "20news"]
+PAPER_DATASETS = [
+    "bbcsport",
+    "twitter",
+    "recipe",
+    "ohsumed",
+    "classic",
+    "reuters",
+    "amazon",
+    "20news",
+]
 ONE_FOLD = {"ohsumed", "reuters", "20news"}
 
 
-def scores_table(errors: dict, variant: str = "original", classifier: str = "knn",
-                 n_test_empty: int = 0) -> pa.Table:
+def scores_table(
+    errors: dict, variant: str = "original", classifier: str = "knn", n_test_empty: int = 0
+) -> pa.Table:
     """SCORES rows from {(method, dataset): [test error per fold, as fractions]}."""
     rows = [
-        {"dataset": dataset, "variant": variant, "method": method, "classifier": classifier,
-         "fold": fold, "param": 1.0, "val_accuracy": 0.5, "test_error": error, "n_test": 100,
-         "n_test_empty": n_test_empty}
-        for (method, dataset), folds in errors.items() for fold, error in enumerate(folds)
+        {
+            "dataset": dataset,
+            "variant": variant,
+            "method": method,
+            "classifier": classifier,
+            "fold": fold,
+            "param": 1.0,
+            "val_accuracy": 0.5,
+            "test_error": error,
+            "n_test": 100,
+            "n_test_empty": n_test_empty,
+        }
+        for (method, dataset), folds in errors.items()
+        for fold, error in enumerate(folds)
     ]
     return pa.Table.from_pylist(rows, schema=schemas.SCORES)
 
@@ -41,8 +60,12 @@ def folds_with_mean(mean_percent: float, dataset: str) -> list[float]:
 
 def expect(datasets, variants, method_names, classifiers=("knn",)) -> dict[str, list[str]]:
     """What a table job is told its scores cover (wmdeval.core.coverage)."""
-    return {"dataset": list(datasets), "variant": list(variants),
-            "method": list(method_names), "classifier": list(classifiers)}
+    return {
+        "dataset": list(datasets),
+        "variant": list(variants),
+        "method": list(method_names),
+        "classifier": list(classifiers),
+    }
 
 
 # --------------------------------------------------------------------------- tables
@@ -67,8 +90,9 @@ def test_mean_std_uses_ddof_0_and_one_decimal():
     # mean 3.0; variance (4 + 1 + 0 + 1 + 4) / 5 = 2 -> std 1.414 (ddof = 1 would give 1.6)
     assert report.format_errors([1.0, 2.0, 3.0, 4.0, 5.0]) == "3.0 ± 1.4"
     table = scores_table({("WMD", "bbcsport"): [0.01, 0.02, 0.03, 0.04, 0.05]})
-    assert report.paper_table(table, "original", "knn", None, ["bbcsport"])[0][1] \
-        .startswith("3.0 ± 1.4")
+    assert report.paper_table(table, "original", "knn", None, ["bbcsport"])[0][1].startswith(
+        "3.0 ± 1.4"
+    )
 
 
 def test_one_fold_dataset_is_a_single_number():
@@ -78,20 +102,32 @@ def test_one_fold_dataset_is_a_single_number():
 
 
 def test_best_marker_goes_on_the_lowest_mean_of_each_column():
-    table = scores_table({
-        ("BOW (L1/L1)", "a"): [0.10], ("BOW (L1/L1)", "b"): [0.20],
-        ("WMD", "a"): [0.05], ("WMD", "b"): [0.30],
-        ("TF-IDF (L1/L1)", "a"): [0.05], ("TF-IDF (L1/L1)", "b"): [0.25],
-    })
+    table = scores_table(
+        {
+            ("BOW (L1/L1)", "a"): [0.10],
+            ("BOW (L1/L1)", "b"): [0.20],
+            ("WMD", "a"): [0.05],
+            ("WMD", "b"): [0.30],
+            ("TF-IDF (L1/L1)", "a"): [0.05],
+            ("TF-IDF (L1/L1)", "b"): [0.25],
+        }
+    )
     rows = report.paper_table(table, "original", "knn", None, ["a", "b"])
     assert [r[0] for r in rows] == ["BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD"]
-    marked = {(r[0], column) for r in rows for column, text in zip(["a", "b", "rel."], r[1:],
-                                                                  strict=True)
-              if text.endswith(report.BEST_MARKER)}
+    marked = {
+        (r[0], column)
+        for r in rows
+        for column, text in zip(["a", "b", "rel."], r[1:], strict=True)
+        if text.endswith(report.BEST_MARKER)
+    }
     # A tie in column a marks both rows; rel.: BOW 1.0, WMD (0.5 + 1.5) / 2 = 1.0,
     # TF-IDF (0.5 + 1.25) / 2 = 0.875 is the lowest.
-    assert marked == {("TF-IDF (L1/L1)", "a"), ("WMD", "a"), ("BOW (L1/L1)", "b"),
-                      ("TF-IDF (L1/L1)", "rel.")}
+    assert marked == {
+        ("TF-IDF (L1/L1)", "a"),
+        ("WMD", "a"),
+        ("BOW (L1/L1)", "b"),
+        ("TF-IDF (L1/L1)", "rel."),
+    }
 
 
 def test_missing_reference_leaves_rel_empty():
@@ -102,23 +138,27 @@ def test_missing_reference_leaves_rel_empty():
 
 def test_wknn_rel_is_relative_to_knn_reference():
     knn = scores_table({("BOW (L1/L1)", "a"): [0.20]})
-    wknn = scores_table({("BOW (L1/L1)", "a"): [0.10], ("WMD", "a"): [0.05]},
-                        classifier="wknn")
+    wknn = scores_table({("BOW (L1/L1)", "a"): [0.10], ("WMD", "a"): [0.05]}, classifier="wknn")
     table = pa.concat_tables([knn, wknn])
     rows = report.paper_table(table, "original", "wknn", ["BOW (L1/L1)", "WMD"], ["a"])
     assert [r[-1].removesuffix(report.BEST_MARKER) for r in rows] == ["0.500", "0.250"]
 
 
 def test_markdown_rendering_of_a_small_table(tmp_path):
-    table = scores_table({
-        ("WMD", "bbcsport"): [0.05, 0.07], ("WMD", "reuters"): [0.04],
-        ("BOW (L1/L1)", "bbcsport"): [0.04, 0.04], ("BOW (L1/L1)", "reuters"): [0.08],
-    })
+    table = scores_table(
+        {
+            ("WMD", "bbcsport"): [0.05, 0.07],
+            ("WMD", "reuters"): [0.04],
+            ("BOW (L1/L1)", "bbcsport"): [0.04, 0.04],
+            ("BOW (L1/L1)", "reuters"): [0.08],
+        }
+    )
     datasets = ["bbcsport", "reuters"]
     rows = report.paper_table(table, "original", "knn", None, datasets)
     csv_path, md_path = tmp_path / "t.csv", tmp_path / "t.md"
-    report.write_table_files(rows, report.table_header(datasets), csv_path, md_path,
-                             "Table X", "A note.")
+    report.write_table_files(
+        rows, report.table_header(datasets), csv_path, md_path, "Table X", "A note."
+    )
     assert md_path.read_text(encoding="utf-8") == (
         "# Table X\n"
         "\n"
@@ -138,21 +178,31 @@ def test_markdown_rendering_of_a_small_table(tmp_path):
 
 def test_collect_sorts_deterministically_and_rejects_duplicates(tmp_path):
     first = scores_table({("WMD", "zeta"): [0.1, 0.2], ("BOW (L1/L1)", "zeta"): [0.3]})
-    second = pa.concat_tables([
-        scores_table({("WMD", "alpha"): [0.1]}, variant="clean"),
-        scores_table({("WMD", "alpha"): [0.1]}),
-    ])
+    second = pa.concat_tables(
+        [
+            scores_table({("WMD", "alpha"): [0.1]}, variant="clean"),
+            scores_table({("WMD", "alpha"): [0.1]}),
+        ]
+    )
     paths = [tmp_path / "zeta.parquet", tmp_path / "alpha.parquet"]
     io.write_table(first.take([2, 1, 0]), paths[0], schemas.SCORES)
     io.write_table(second, paths[1], schemas.SCORES)
     out = tmp_path / "scores.parquet"
     report.run_collect(paths, out)
     collected = io.read_table(out, schemas.SCORES)
-    keys = list(zip(*(collected.column(c).to_pylist()
-                      for c in ("dataset", "variant", "method", "fold")), strict=True))
-    assert keys == [("zeta", "original", "BOW (L1/L1)", 0), ("zeta", "original", "WMD", 0),
-                    ("zeta", "original", "WMD", 1), ("alpha", "original", "WMD", 0),
-                    ("alpha", "clean", "WMD", 0)]
+    keys = list(
+        zip(
+            *(collected.column(c).to_pylist() for c in ("dataset", "variant", "method", "fold")),
+            strict=True,
+        )
+    )
+    assert keys == [
+        ("zeta", "original", "BOW (L1/L1)", 0),
+        ("zeta", "original", "WMD", 0),
+        ("zeta", "original", "WMD", 1),
+        ("alpha", "original", "WMD", 0),
+        ("alpha", "clean", "WMD", 0),
+    ]
     with pytest.raises(io.WmdevalError, match="duplicate"):
         report.collect_scores([paths[0], paths[0]])
 
@@ -160,13 +210,26 @@ def test_collect_sorts_deterministically_and_rejects_duplicates(tmp_path):
 def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     scores = scores_table({("BOW (L1/L1)", "a"): [0.1], ("WMD", "a"): [0.2]}, n_test_empty=1)
     io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
-    written = report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
-                                expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]))
+    written = report.run_tables(
+        tmp_path / "scores.parquet",
+        tmp_path / "tables",
+        expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]),
+    )
     assert sorted(p.name for p in written) == sorted(
         f"{name}.{ext}"
-        for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean",
-                     "table7", "table8", "table8_clean")
-        for ext in ("csv", "md"))
+        for name in (
+            "table2",
+            "table3",
+            "table4",
+            "table5",
+            "table6",
+            "table6_clean",
+            "table7",
+            "table8",
+            "table8_clean",
+        )
+        for ext in ("csv", "md")
+    )
     table2 = (tmp_path / "tables" / "table2.md").read_text(encoding="utf-8")
     assert "| WMD | 20.0 | 2.000 |" in table2
     assert "a 1." in table2  # the empty test document is reported
@@ -177,14 +240,22 @@ def test_run_tables_writes_every_table_even_without_rows(tmp_path):
     assert "only the reference rows" in table8
 
 
-ALL_METHOD_NAMES = [*report.METHOD_NAMES, "WMD (10-d PCA)", "WMD-TF-IDF (5-d PCA)",
-                    "WMD (5-d PCA)", "WMD (2-d PCA)"]
+ALL_METHOD_NAMES = [
+    *report.METHOD_NAMES,
+    "WMD (10-d PCA)",
+    "WMD-TF-IDF (5-d PCA)",
+    "WMD (5-d PCA)",
+    "WMD (2-d PCA)",
+]
 
 
 def _all_methods_scores(variant: str, offset: float = 0.0) -> pa.Table:
     """Every method of Table 2 plus three PCA methods and TF-IDF on PCA, two datasets."""
-    errors = {(name, dataset): [0.10 + 0.01 * k + offset + 0.05 * d]
-              for k, name in enumerate(ALL_METHOD_NAMES) for d, dataset in enumerate(("a", "b"))}
+    errors = {
+        (name, dataset): [0.10 + 0.01 * k + offset + 0.05 * d]
+        for k, name in enumerate(ALL_METHOD_NAMES)
+        for d, dataset in enumerate(("a", "b"))
+    }
     return scores_table(errors, variant=variant)
 
 
@@ -194,21 +265,35 @@ def _table_rows(tmp_path, name: str) -> list[list[str]]:
 
 
 def test_tables_3_7_and_8_rows_and_order(tmp_path):
-    scores = pa.concat_tables([_all_methods_scores("original"),
-                               _all_methods_scores("clean", offset=0.1)])
+    scores = pa.concat_tables(
+        [_all_methods_scores("original"), _all_methods_scores("clean", offset=0.1)]
+    )
     io.write_table(scores, tmp_path / "scores.parquet", schemas.SCORES)
-    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
-                      expect(["a", "b"], ["original", "clean"], ALL_METHOD_NAMES))
+    report.run_tables(
+        tmp_path / "scores.parquet",
+        tmp_path / "tables",
+        expect(["a", "b"], ["original", "clean"], ALL_METHOD_NAMES),
+    )
 
     # Table 3: the paper's first block; Table 7: all 14 methods, in Table 2 order.
-    assert [r[0] for r in _table_rows(tmp_path, "table3")] == \
-        ["BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF"]
+    assert [r[0] for r in _table_rows(tmp_path, "table3")] == [
+        "BOW (L1/L1)",
+        "TF-IDF (L1/L1)",
+        "WMD",
+        "WMD-TF-IDF",
+    ]
     assert [r[0] for r in _table_rows(tmp_path, "table7")] == list(report.METHOD_NAMES)
     assert "Table 7" in (tmp_path / "tables" / "table3.md").read_text(encoding="utf-8")
 
     # Table 8: the two reference rows, then the PCA methods by dimension (not by text).
-    expected = ["BOW (L1/L1)", "WMD", "WMD (2-d PCA)", "WMD (5-d PCA)",
-                "WMD-TF-IDF (5-d PCA)", "WMD (10-d PCA)"]
+    expected = [
+        "BOW (L1/L1)",
+        "WMD",
+        "WMD (2-d PCA)",
+        "WMD (5-d PCA)",
+        "WMD-TF-IDF (5-d PCA)",
+        "WMD (10-d PCA)",
+    ]
     for name in ("table8", "table8_clean"):
         assert [r[0] for r in _table_rows(tmp_path, name)] == expected
     # rel. against BOW (L1/L1) of the same variant: WMD (10-d PCA) is method 14,
@@ -223,23 +308,35 @@ def test_tables_3_7_and_8_rows_and_order(tmp_path):
 
 
 def test_pca_method_names_sort_by_dimension():
-    names = ["WMD (100-d PCA)", "zeta", "WMD-TF-IDF (5-d PCA)", "WMD (5-d PCA)", "WMD",
-             "BOW (L1/L1)", "WMD (20-d PCA)"]
+    names = [
+        "WMD (100-d PCA)",
+        "zeta",
+        "WMD-TF-IDF (5-d PCA)",
+        "WMD (5-d PCA)",
+        "WMD",
+        "BOW (L1/L1)",
+        "WMD (20-d PCA)",
+    ]
     assert sorted(names, key=report.method_sort_key) == [
-        "BOW (L1/L1)", "WMD", "WMD (5-d PCA)", "WMD-TF-IDF (5-d PCA)", "WMD (20-d PCA)",
-        "WMD (100-d PCA)", "zeta"]
-    assert report.parse_pca_method(methods.pca_method_name("WMD-TF-IDF", 5)) == \
-        ("WMD-TF-IDF", 5)
+        "BOW (L1/L1)",
+        "WMD",
+        "WMD (5-d PCA)",
+        "WMD-TF-IDF (5-d PCA)",
+        "WMD (20-d PCA)",
+        "WMD (100-d PCA)",
+        "zeta",
+    ]
+    assert report.parse_pca_method(methods.pca_method_name("WMD-TF-IDF", 5)) == ("WMD-TF-IDF", 5)
     assert report.parse_pca_method("WMD") is None
 
 
 def test_collect_sorts_pca_methods_by_dimension(tmp_path):
-    scores = scores_table({("WMD (10-d PCA)", "a"): [0.1], ("WMD (5-d PCA)", "a"): [0.1],
-                           ("WMD", "a"): [0.1]})
+    scores = scores_table(
+        {("WMD (10-d PCA)", "a"): [0.1], ("WMD (5-d PCA)", "a"): [0.1], ("WMD", "a"): [0.1]}
+    )
     io.write_table(scores, tmp_path / "s.parquet", schemas.SCORES)
     collected = report.collect_scores([tmp_path / "s.parquet"])
-    assert collected.column("method").to_pylist() == ["WMD", "WMD (5-d PCA)",
-                                                      "WMD (10-d PCA)"]
+    assert collected.column("method").to_pylist() == ["WMD", "WMD (5-d PCA)", "WMD (10-d PCA)"]
 
 
 # --------------------------------------------------------------------------- figures
@@ -248,11 +345,13 @@ def test_collect_sorts_pca_methods_by_dimension(tmp_path):
 def _figure3_scores() -> pa.Table:
     errors = {}
     for i, dataset in enumerate(["bbcsport", "ohsumed", "classic"]):
-        for j, method in enumerate(["BOW (None/L2)", "BOW (L1/L1)", "TF-IDF (None/L2)",
-                                    "TF-IDF (L1/L1)", "WMD"]):
+        for j, method in enumerate(
+            ["BOW (None/L2)", "BOW (L1/L1)", "TF-IDF (None/L2)", "TF-IDF (L1/L1)", "WMD"]
+        ):
             base = 0.05 + 0.03 * i + 0.02 * j
-            errors[method, dataset] = [base] if dataset in ONE_FOLD else \
-                [base, base + 0.01, base - 0.01]
+            errors[method, dataset] = (
+                [base] if dataset in ONE_FOLD else [base, base + 0.01, base - 0.01]
+            )
     return scores_table(errors)
 
 
@@ -278,15 +377,17 @@ def _assert_written_twice_identically(make, tmp_path):
 
 def test_figure3_png_and_svg_are_reproducible(tmp_path):
     scores = _figure3_scores()
-    _assert_written_twice_identically(lambda out: figures.figure3(scores, "original", out),
-                                      tmp_path)
+    _assert_written_twice_identically(
+        lambda out: figures.figure3(scores, "original", out), tmp_path
+    )
 
 
 def test_figure5_png_and_svg_are_reproducible(tmp_path):
     wmd, bow = _distance_matrices()
     panels = [("a", np.arange(40), wmd, bow), ("b", np.arange(40), bow, bow)]
-    _assert_written_twice_identically(lambda out: figures.figure5(panels, out, max_points=200),
-                                      tmp_path)
+    _assert_written_twice_identically(
+        lambda out: figures.figure5(panels, out, max_points=200), tmp_path
+    )
 
 
 def test_pair_statistics_rho_is_pearson_over_all_finite_pairs():
@@ -306,28 +407,46 @@ def test_pair_statistics_rho_is_pearson_over_all_finite_pairs():
 
 
 def test_run_figure5_computes_bow_on_the_matrix_documents(tmp_path):
-    documents = pa.Table.from_pylist([
-        {"doc_id": 0, "label": "x", "y": 0, "words": ["a", "b"], "counts": [1.0, 1.0]},
-        {"doc_id": 1, "label": "x", "y": 0, "words": ["a"], "counts": [2.0]},
-        {"doc_id": 2, "label": "y", "y": 1, "words": [], "counts": []},
-        {"doc_id": 3, "label": "y", "y": 1, "words": ["c"], "counts": [1.0]},
-    ], schema=schemas.DOCUMENTS)
+    documents = pa.Table.from_pylist(
+        [
+            {"doc_id": 0, "label": "x", "y": 0, "words": ["a", "b"], "counts": [1.0, 1.0]},
+            {"doc_id": 1, "label": "x", "y": 0, "words": ["a"], "counts": [2.0]},
+            {"doc_id": 2, "label": "y", "y": 1, "words": [], "counts": []},
+            {"doc_id": 3, "label": "y", "y": 1, "words": ["c"], "counts": [1.0]},
+        ],
+        schema=schemas.DOCUMENTS,
+    )
     io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     doc_ids = np.array([3, 0, 1, 2])  # not the documents' order
     bow = figures.bow_l1_matrix(documents, doc_ids)
     assert bow[0, 1] == pytest.approx(2.0) and bow[1, 2] == pytest.approx(1.0)
     assert np.isnan(bow[3]).all() and np.isnan(bow[:, 3]).all()
-    io.write_distances(np.where(np.isnan(bow), np.nan, bow * 0.9), doc_ids,
-                       tmp_path / "wmd.parquet")
-    png, svg = figures.draw_figure5([("toy", tmp_path / "wmd.parquet",
-                                     tmp_path / "documents.parquet")], tmp_path / "fig5.png",
-                                    max_points=20000, seed=0)
+    io.write_distances(
+        np.where(np.isnan(bow), np.nan, bow * 0.9), doc_ids, tmp_path / "wmd.parquet"
+    )
+    png, svg = figures.draw_figure5(
+        [("toy", tmp_path / "wmd.parquet", tmp_path / "documents.parquet")],
+        tmp_path / "fig5.png",
+        max_points=20000,
+        seed=0,
+    )
     assert png.stat().st_size > 0 and svg.stat().st_size > 0
     # With a PCA matrix per dataset (here the same file) a second block is drawn.
-    with_pca = figures.draw_figure5([("toy", tmp_path / "wmd.parquet",
-                                     tmp_path / "documents.parquet", tmp_path / "wmd.parquet")],
-                                   tmp_path / "fig5_pca.png", max_points=20000, seed=0,
-                                   full_dim=300, pca_dim=5)
+    with_pca = figures.draw_figure5(
+        [
+            (
+                "toy",
+                tmp_path / "wmd.parquet",
+                tmp_path / "documents.parquet",
+                tmp_path / "wmd.parquet",
+            )
+        ],
+        tmp_path / "fig5_pca.png",
+        max_points=20000,
+        seed=0,
+        full_dim=300,
+        pca_dim=5,
+    )
     assert with_pca[0].stat().st_size > png.stat().st_size
 
 
@@ -336,11 +455,13 @@ def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
     allwords = scores_table({("BOW (L1/L1)", "a"): [0.1], ("TF-IDF (L1/L1)", "a"): [0.3]})
     io.write_table(main, tmp_path / "scores.parquet", schemas.SCORES)
     io.write_table(allwords, tmp_path / "allwords.parquet", schemas.SCORES)
-    report.run_tables(tmp_path / "scores.parquet", tmp_path / "tables",
-                      expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]),
-                      allwords_path=tmp_path / "allwords.parquet",
-                      allwords_expected=expect(["a"], ["original"],
-                                               ["BOW (L1/L1)", "TF-IDF (L1/L1)"]))
+    report.run_tables(
+        tmp_path / "scores.parquet",
+        tmp_path / "tables",
+        expect(["a"], ["original"], ["BOW (L1/L1)", "WMD"]),
+        allwords_path=tmp_path / "allwords.parquet",
+        allwords_expected=expect(["a"], ["original"], ["BOW (L1/L1)", "TF-IDF (L1/L1)"]),
+    )
     table4 = (tmp_path / "tables" / "table4.csv").read_text(encoding="utf-8").splitlines()
     # all-words BOW 10 % / main BOW 20 % = 0.5; TF-IDF 30 % / 20 % = 1.5
     assert table4[1:] == ["BOW (L1/L1),10.0 *,0.500 *", "TF-IDF (L1/L1),30.0,1.500"]
@@ -352,11 +473,19 @@ def test_all_words_table_is_relative_to_the_main_bow(tmp_path):
 
 
 def _toy_documents(bags: list[dict[str, float]]) -> pa.Table:
-    return pa.Table.from_pylist([
-        {"doc_id": k, "label": "xy"[k % 2], "y": k % 2, "words": sorted(bag),
-         "counts": [bag[w] for w in sorted(bag)]}
-        for k, bag in enumerate(bags)
-    ], schema=schemas.DOCUMENTS)
+    return pa.Table.from_pylist(
+        [
+            {
+                "doc_id": k,
+                "label": "xy"[k % 2],
+                "y": k % 2,
+                "words": sorted(bag),
+                "counts": [bag[w] for w in sorted(bag)],
+            }
+            for k, bag in enumerate(bags)
+        ],
+        schema=schemas.DOCUMENTS,
+    )
 
 
 def _toy_embeddings(vectors: dict[str, list[float]]) -> pa.Table:
@@ -367,8 +496,11 @@ def _toy_embeddings(vectors: dict[str, list[float]]) -> pa.Table:
 
 def test_histogram_of_two_one_word_documents_puts_all_mass_at_their_cost():
     # |a - b| = 0.5 exactly: all the mass of the one pair moves at distance 0.5.
-    inputs = solver.prepare(_toy_documents([{"a": 2.0}, {"b": 1.0}]),
-                         _toy_embeddings({"a": [0.0, 0.0], "b": [0.3, 0.4]}), "bow")
+    inputs = solver.prepare(
+        _toy_documents([{"a": 2.0}, {"b": 1.0}]),
+        _toy_embeddings({"a": [0.0, 0.0], "b": [0.3, 0.4]}),
+        "bow",
+    )
     matched = figures.matched_words(inputs, np.array([[0, 1]]))
     assert matched.n_pairs == 1
     np.testing.assert_allclose(matched.costs, [0.5])
@@ -383,27 +515,33 @@ def test_histogram_of_two_one_word_documents_puts_all_mass_at_their_cost():
 
 def test_histogram_splits_the_mass_between_exact_and_near_matches():
     # a -> a at 0 and b -> c at 0.32 (cheaper than crossing over via a at distance 1).
-    inputs = solver.prepare(_toy_documents([{"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}]),
-                         _toy_embeddings({"a": [0.0, 0.0], "b": [1.0, 0.0],
-                                          "c": [1.0, 0.32]}), "bow")
+    inputs = solver.prepare(
+        _toy_documents([{"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}]),
+        _toy_embeddings({"a": [0.0, 0.0], "b": [1.0, 0.0], "c": [1.0, 0.32]}),
+        "bow",
+    )
     matched = figures.matched_words(inputs, np.array([[0, 1]]))
     assert matched.share_at_zero == pytest.approx(0.5)
     _, fractions = figures.match_histogram(matched, bins=20, upper=1.0)
     assert fractions.sum() == pytest.approx(1.0)
-    assert {int(b): float(f) for b, f in zip(np.flatnonzero(fractions),
-                                              fractions[fractions > 0], strict=True)} == \
-        {0: pytest.approx(0.5), 6: pytest.approx(0.5)}  # 0.32 is in [0.30, 0.35)
+    assert {
+        int(b): float(f)
+        for b, f in zip(np.flatnonzero(fractions), fractions[fractions > 0], strict=True)
+    } == {0: pytest.approx(0.5), 6: pytest.approx(0.5)}  # 0.32 is in [0.30, 0.35)
 
 
 def test_nearest_neighbours_skip_self_and_empty_documents_and_break_ties_low():
     nan = np.nan
-    distances = np.array([
-        [0.0, 0.5, 0.5, nan, 0.9],
-        [0.5, 0.0, 0.2, nan, 0.2],
-        [0.5, 0.2, 0.0, nan, 0.1],
-        [nan, nan, nan, nan, nan],  # an empty document
-        [0.9, 0.2, 0.1, nan, 0.0],
-    ], dtype=np.float32)
+    distances = np.array(
+        [
+            [0.0, 0.5, 0.5, nan, 0.9],
+            [0.5, 0.0, 0.2, nan, 0.2],
+            [0.5, 0.2, 0.0, nan, 0.1],
+            [nan, nan, nan, nan, nan],  # an empty document
+            [0.9, 0.2, 0.1, nan, 0.0],
+        ],
+        dtype=np.float32,
+    )
     everyone = np.arange(5)
     pairs = figures.nearest_neighbour_pairs(distances, everyone, everyone, block_rows=2)
     # 0: tie between 1 and 2 -> 1; 1: tie between 2 and 4 -> 2; 3: no neighbour.
@@ -417,8 +555,10 @@ def test_one_fold_pairs_test_documents_with_training_documents():
     distances = np.full((5, 5), 1.0)
     distances[1, 3] = distances[3, 1] = 0.0  # two test documents: not each other's pair
     distances[1, 4] = 0.5
-    assert figures.nearest_neighbour_pairs(distances, queries, candidates).tolist() == \
-        [[1, 4], [3, 0]]
+    assert figures.nearest_neighbour_pairs(distances, queries, candidates).tolist() == [
+        [1, 4],
+        [3, 0],
+    ]
     five = [(np.array([0, 1]), np.array([2])), (np.array([1, 2]), np.array([0]))]
     assert figures.query_candidates(five, 3)[0].tolist() == [0, 1, 2]
 
@@ -434,18 +574,26 @@ def test_sample_pairs_is_seeded_and_keeps_order():
 def _toy_corpus(n: int = 12, seed: int = 0) -> tuple[pa.Table, dict[str, list[float]]]:
     rng = np.random.default_rng(seed)
     vocabulary = [f"w{k}" for k in range(15)]
-    vectors = {w: list(v / np.linalg.norm(v)) for w, v in
-               zip(vocabulary, rng.normal(size=(15, 6)), strict=True)}
-    bags = [{w: float(rng.integers(1, 3)) for w in rng.choice(vocabulary, 4, replace=False)}
-            for _ in range(n)]
+    vectors = {
+        w: list(v / np.linalg.norm(v))
+        for w, v in zip(vocabulary, rng.normal(size=(15, 6)), strict=True)
+    }
+    bags = [
+        {w: float(rng.integers(1, 3)) for w in rng.choice(vocabulary, 4, replace=False)}
+        for _ in range(n)
+    ]
     bags[5] = {}  # an empty document
     return _toy_documents(bags), vectors
 
 
 def _wmd_matrix(documents: pa.Table, embeddings: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     inputs = solver.prepare(documents, embeddings, "bow")
-    matrix = np.array([[solver.wmd_pair(inputs, i, j) if i != j else 0.0 for j in range(inputs.n)]
-                       for i in range(inputs.n)])
+    matrix = np.array(
+        [
+            [solver.wmd_pair(inputs, i, j) if i != j else 0.0 for j in range(inputs.n)]
+            for i in range(inputs.n)
+        ]
+    )
     matrix[inputs.empty, :] = np.nan
     matrix[:, inputs.empty] = np.nan
     return inputs.doc_ids, matrix
@@ -458,12 +606,14 @@ def _figure4_panels() -> list[figures.Figure4Panel]:
     doc_ids, matrix = _wmd_matrix(documents, full)
     pairs = figures.nearest_neighbour_pairs(matrix, np.arange(12), np.arange(12))
     return [
-        figures.Figure4Panel(name, row, solver.prepare(documents, table, "bow"), chosen,
-                             len(pairs), source)
+        figures.Figure4Panel(
+            name, row, solver.prepare(documents, table, "bow"), chosen, len(pairs), source
+        )
         for name in ("toy", "toy again")
         for row, table, chosen, source in (
             ("6-d embeddings", full, pairs, "top: by WMD"),
-            ("2-d PCA embeddings", reduced, pairs[:5], "bottom: same pairs"))
+            ("2-d PCA embeddings", reduced, pairs[:5], "bottom: same pairs"),
+        )
     ]
 
 
@@ -477,19 +627,26 @@ def test_run_figure4_from_files_one_fold_with_pca(tmp_path):
     full = _toy_embeddings(vectors)
     io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(full, tmp_path / "embeddings.parquet")
-    pca.run_project(tmp_path / "embeddings.parquet", tmp_path / "documents.parquet", 2,
-                    tmp_path / "pca.parquet")
+    pca.run_project(
+        tmp_path / "embeddings.parquet", tmp_path / "documents.parquet", 2, tmp_path / "pca.parquet"
+    )
     for name, table_path in (("wmd", "embeddings.parquet"), ("wmd_pca", "pca.parquet")):
         doc_ids, matrix = _wmd_matrix(documents, io.read_table(tmp_path / table_path))
         io.write_distances(matrix, doc_ids, tmp_path / f"{name}.parquet")
     splits = pa.Table.from_pylist(
-        [{"fold": 0, "doc_id": d, "subset": "test" if d % 3 == 0 else "train"}
-         for d in range(12)], schema=schemas.SPLITS)
+        [{"fold": 0, "doc_id": d, "subset": "test" if d % 3 == 0 else "train"} for d in range(12)],
+        schema=schemas.SPLITS,
+    )
     io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
-    item = figures.Figure4Item("toy", tmp_path / "documents.parquet",
-                               tmp_path / "splits.parquet", tmp_path / "wmd.parquet",
-                               tmp_path / "embeddings.parquet", tmp_path / "pca.parquet",
-                               tmp_path / "wmd_pca.parquet")
+    item = figures.Figure4Item(
+        "toy",
+        tmp_path / "documents.parquet",
+        tmp_path / "splits.parquet",
+        tmp_path / "wmd.parquet",
+        tmp_path / "embeddings.parquet",
+        tmp_path / "pca.parquet",
+        tmp_path / "wmd_pca.parquet",
+    )
     png, svg = figures.draw_figure4([item], tmp_path / "fig4.png", max_documents=3)
     assert png.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg.read_bytes()
     assert figures.embedding_dimension(tmp_path / "pca.parquet") == 2
@@ -501,25 +658,36 @@ def test_figure5_with_pca_block_is_reproducible(tmp_path):
     panels = [("a", np.arange(40), wmd_matrix, bow), ("b", np.arange(40), bow, bow)]
     pca_panels = [("a", np.arange(40), pca_matrix, bow), None]
     _assert_written_twice_identically(
-        lambda out: figures.figure5(panels, out, max_points=200, pca_panels=pca_panels,
-                                    row_titles=("300-d embeddings", "5-d PCA embeddings")),
-        tmp_path)
+        lambda out: figures.figure5(
+            panels,
+            out,
+            max_points=200,
+            pca_panels=pca_panels,
+            row_titles=("300-d embeddings", "5-d PCA embeddings"),
+        ),
+        tmp_path,
+    )
 
 
 def test_read_tables_concatenates_in_order_cast_to_the_schema(tmp_path):
-    schema = pa.schema([pa.field("name", pa.string(), nullable=False),
-                        pa.field("value", pa.float64())])
+    schema = pa.schema(
+        [pa.field("name", pa.string(), nullable=False), pa.field("value", pa.float64())]
+    )
     paths = []
     for i, values in enumerate(([1, 2], [3])):
         path = tmp_path / f"{i}.parquet"
         # written with an int column and an extra one: read back as float64, extra dropped
-        io.write_table(pa.table({"value": values, "name": [f"t{i}"] * len(values),
-                                 "extra": values}), path)
+        io.write_table(
+            pa.table({"value": values, "name": [f"t{i}"] * len(values), "extra": values}), path
+        )
         paths.append(path)
     table = io.read_tables(paths, schema)
     assert table.schema == schema
-    assert table.to_pylist() == [{"name": "t0", "value": 1.0}, {"name": "t0", "value": 2.0},
-                                 {"name": "t1", "value": 3.0}]
+    assert table.to_pylist() == [
+        {"name": "t0", "value": 1.0},
+        {"name": "t0", "value": 2.0},
+        {"name": "t1", "value": 3.0},
+    ]
     assert io.read_tables([], schema).equals(schema.empty_table())
     with pytest.raises(io.WmdevalError, match="missing.parquet: file not found"):
         io.read_tables([paths[0], tmp_path / "missing.parquet"], schema)

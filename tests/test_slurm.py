@@ -45,8 +45,10 @@ pytestmark = pytest.mark.e2e
 def skip_reason() -> str | None:
     if os.environ.get("WMDEVAL_SLURM") == "1":
         return None
-    return ("opt-in: set WMDEVAL_SLURM=1 to run it (as root on Debian); it apt-installs "
-            "SLURM, munge and MariaDB, writes /etc/slurm and starts their daemons")
+    return (
+        "opt-in: set WMDEVAL_SLURM=1 to run it (as root on Debian); it apt-installs "
+        "SLURM, munge and MariaDB, writes /etc/slurm and starts their daemons"
+    )
 
 
 if (reason := skip_reason()) is not None:
@@ -55,8 +57,13 @@ if (reason := skip_reason()) is not None:
 
 def script(name: str, state: str, timeout: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "WMDEVAL_SLURM_STATE": state}
-    return subprocess.run(["bash", str(SCRIPTS / name), state], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPTS / name), state],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +97,12 @@ def slurm_plugin():
         return importlib.metadata.version(PLUGIN)
     except importlib.metadata.PackageNotFoundError:
         pass
-    install = subprocess.run([sys.executable, "-m", "pip", "install", PLUGIN_REQUIREMENT],
-                             capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", PLUGIN_REQUIREMENT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     return importlib.metadata.version(PLUGIN)
 
@@ -108,21 +119,36 @@ def workflow_copy(workdir: Path) -> Path:
 def snakemake(workdir: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     """Run snakemake in ``workdir`` under ``timeout -k``: SIGTERM alone does not end a
     snakemake that waits on cluster jobs."""
-    command = ["timeout", "-k", "30", str(RUN_LIMIT), sys.executable, "-m", "snakemake",
-               "--configfile", "config/config.yaml", "test.yaml", *args]
+    command = [
+        "timeout",
+        "-k",
+        "30",
+        str(RUN_LIMIT),
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--configfile",
+        "config/config.yaml",
+        "test.yaml",
+        *args,
+    ]
     # sbatch exports this environment to the jobs (--export=ALL): `wmdeval` is found on PATH
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir), "LANG": "C.UTF-8"}
     started = time.monotonic()
-    run = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                         timeout=RUN_LIMIT + 60)
+    run = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60
+    )
     return run, time.monotonic() - started
 
 
 def compared_outputs(workdir: Path) -> list[str]:
     results = workdir / "results"
-    paths = [results / "scores.parquet", *results.glob("*/*/distances/*.parquet"),
-             *results.glob("tables/*.csv")]
+    paths = [
+        results / "scores.parquet",
+        *results.glob("*/*/distances/*.parquet"),
+        *results.glob("tables/*.csv"),
+    ]
     return sorted(str(p.relative_to(workdir)) for p in paths)
 
 
@@ -134,16 +160,27 @@ def runs(slurm_cluster, slurm_plugin, tmp_path_factory):
     local, local_seconds = snakemake(local_dir, "--cores", "2")
     assert local.returncode == 0, local.stderr[-5000:]
     slurm, slurm_seconds = snakemake(
-        slurm_dir, "--profile", "profiles/slurm",
+        slurm_dir,
+        "--profile",
+        "profiles/slurm",
         # Test settings: a short first status query, and more jobs queued than the node
         # runs at once, so SLURM starts the next one without waiting for Snakemake's poll.
         # SLURM's logs are kept to find every job's id. profiles/default (applied too, as
         # the workflow profile) sets `cores: all`, which keeps a group of block jobs within
         # this machine's cores, i.e. within the node.
-        "--jobs", "8", "--slurm-init-seconds-before-status-checks", "2",
-        "--latency-wait", "5", "--retries", "0", "--slurm-keep-successful-logs")
-    print(f"local run {local_seconds:.0f} s, SLURM run {slurm_seconds:.0f} s "
-          f"(plugin {slurm_plugin})")
+        "--jobs",
+        "8",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--latency-wait",
+        "5",
+        "--retries",
+        "0",
+        "--slurm-keep-successful-logs",
+    )
+    print(
+        f"local run {local_seconds:.0f} s, SLURM run {slurm_seconds:.0f} s (plugin {slurm_plugin})"
+    )
     assert slurm.returncode == 0, (slurm.stdout + slurm.stderr)[-8000:]
     return {"local": local_dir, "slurm": slurm_dir, "log": slurm.stdout + slurm.stderr}
 
@@ -180,8 +217,18 @@ def test_every_job_but_all_went_through_sbatch(runs):
 def test_sacct_shows_every_job_completed(runs):
     run_id = re.search(r"SLURM run ID: (\S+)", runs["log"])[1]
     expected = set(submitted_jobs(runs["log"]).values())
-    command = ["sacct", "-X", "-n", "-P", "--name", run_id, "-S", "now-1days",
-               "-o", "JobID,State,ExitCode"]
+    command = [
+        "sacct",
+        "-X",
+        "-n",
+        "-P",
+        "--name",
+        run_id,
+        "-S",
+        "now-1days",
+        "-o",
+        "JobID,State,ExitCode",
+    ]
     deadline = time.monotonic() + 60
     while True:  # slurmdbd records a finished job a moment after slurmctld
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout

@@ -33,7 +33,15 @@ def test_spearman_matches_scipy_with_ties(seed):
     assert spearman_rho(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
 
 
-@pytest.mark.parametrize("a, b", [([1, 1, 1], [1, 2, 3]), ([1, 2, 3], [5, 5, 5]),
-                                  ([1.0], [2.0]), ([], []), ([1, math.nan, 3], [1, 2, 3])])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([1, 1, 1], [1, 2, 3]),
+        ([1, 2, 3], [5, 5, 5]),
+        ([1.0], [2.0]),
+        ([], []),
+        ([1, math.nan, 3], [1, 2, 3]),
+    ],
+)
 def test_spearman_undefined_is_nan(a, b):
     assert math.isnan(spearman_rho(a, b))

@@ -20,8 +20,9 @@ SNAKEMAKE = ["Snakefile", "workflow/rules"]
 
 
 def run(*command: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *command], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", *command], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.parametrize(

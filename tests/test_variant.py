@@ -23,8 +23,11 @@ def test_positions_hand_computed():
 
 
 def test_positions_name_what_lacks_a_document():
-    with pytest.raises(io.WmdevalError, match=r"^WMD distances lack 2 document\(s\), e.g. "
-                                              r"doc_id 5$"):
+    with pytest.raises(
+        io.WmdevalError,
+        match=r"^WMD distances lack 2 document\(s\), e.g. "
+        r"doc_id 5$",
+    ):
         positions(np.array([1, 2, 3]), np.array([2, 5, 9]), "WMD distances")
     with pytest.raises(io.WmdevalError, match="hold doc_id 2 more than once"):
         positions(np.array([2, 1, 2]), np.array([1]), "the documents")
@@ -37,8 +40,7 @@ def test_fold_indices_use_positions():
     for fold, (train, test) in enumerate(folds):
         rows = [r for r in splits.to_pylist() if r["fold"] == fold]
         where = {int(d): p for p, d in enumerate(ids)}  # the plain loop
-        assert train.tolist() == sorted(where[r["doc_id"]] for r in rows
-                                        if r["subset"] == "train")
+        assert train.tolist() == sorted(where[r["doc_id"]] for r in rows if r["subset"] == "train")
         assert test.tolist() == sorted(where[r["doc_id"]] for r in rows if r["subset"] == "test")
     with pytest.raises(io.WmdevalError, match="the documents .* lack 1 document"):
         io.fold_indices(splits, ids[1:])
@@ -50,14 +52,14 @@ def test_fold_indices_use_positions():
 def test_dense_block_applies_the_nan_rule_and_reorders_once():
     matrix = np.arange(16, dtype=np.float32).reshape(4, 4)
     ids = np.array([7, 5, 6, 8])  # the matrix's order; the variant's is 5, 6, 7, 8
-    dense = DenseDistances.from_matrix(np.array([5, 6, 7, 8]), ids, matrix, "M",
-                                       empty=np.array([False, False, False, True]))
+    dense = DenseDistances.from_matrix(
+        np.array([5, 6, 7, 8]), ids, matrix, "M", empty=np.array([False, False, False, True])
+    )
     assert dense.empty.tolist() == [False, False, False, True]
     block = dense.block(np.array([0, 2, 3]), np.array([1, 0, 3]))
     assert block.dtype == np.float64
     # position 0 = doc 5 = matrix row 1; position 2 = doc 7 = matrix row 0
-    np.testing.assert_array_equal(block, [[6, 5, np.nan], [2, 1, np.nan],
-                                          [np.nan, np.nan, np.nan]])
+    np.testing.assert_array_equal(block, [[6, 5, np.nan], [2, 1, np.nan], [np.nan, np.nan, np.nan]])
     block[0, 0] = -1.0  # a fresh array: the matrix is untouched
     assert dense.block(np.array([0]), np.array([1]))[0, 0] == 6
     with pytest.raises(io.WmdevalError, match="M lack 1 document"):
@@ -81,8 +83,11 @@ def test_nearest_is_rank_neighbours_of_the_block():
     np.testing.assert_array_equal(found.index, want)
     assert (found.index[1] == -1).all() and np.isnan(found.distance[1]).all()
     for r, row in enumerate(rows):  # a plain loop: by distance, ties to the lower column
-        ranked = sorted((matrix[row, c], j) for j, c in enumerate(cols) if c != 4
-                        and np.isfinite(matrix[row, c]))
+        ranked = sorted(
+            (matrix[row, c], j)
+            for j, c in enumerate(cols)
+            if c != 4 and np.isfinite(matrix[row, c])
+        )
         if row != 4:
             assert found.index[r].tolist() == [j for _, j in ranked[:6]]
             assert found.distance[r].tolist() == [d for d, _ in ranked[:6]]
@@ -106,10 +111,13 @@ def test_method_distances_baseline_uses_the_folds_training_idf():
     np.testing.assert_array_equal(by_positions.block(test, train), want)
     everyone = np.arange(len(variant.doc_ids))
     all_idf = baselines.baseline_distances(counts, method, everyone, test, train)
-    assert not np.allclose(all_idf[test != empty][:, train != empty],
-                           want[test != empty][:, train != empty])
-    np.testing.assert_array_equal(method_distances(variant, method).block(test, train)[
-        test != empty][:, train != empty], all_idf[test != empty][:, train != empty])
+    assert not np.allclose(
+        all_idf[test != empty][:, train != empty], want[test != empty][:, train != empty]
+    )
+    np.testing.assert_array_equal(
+        method_distances(variant, method).block(test, train)[test != empty][:, train != empty],
+        all_idf[test != empty][:, train != empty],
+    )
 
 
 def test_method_distances_index_wmd_matrices_by_doc_id():
@@ -117,11 +125,13 @@ def test_method_distances_index_wmd_matrices_by_doc_id():
     variant = prepare_variant(documents, splits, matrices)
     rows, cols = np.array([0, 7, 20]), np.array([3, 30, 1])
     _, wmd = matrices["wmd"]
-    np.testing.assert_allclose(method_distances(variant, "wmd", 0).block(rows, cols),
-                               wmd[np.ix_(rows, cols)])
+    np.testing.assert_allclose(
+        method_distances(variant, "wmd", 0).block(rows, cols), wmd[np.ix_(rows, cols)]
+    )
     # stored in reverse doc_id order, scaled by 1.5: realigned on read
-    np.testing.assert_allclose(method_distances(variant, "WMD-TF-IDF").block(rows, cols),
-                               1.5 * wmd[np.ix_(rows, cols)])
+    np.testing.assert_allclose(
+        method_distances(variant, "WMD-TF-IDF").block(rows, cols), 1.5 * wmd[np.ix_(rows, cols)]
+    )
 
 
 def test_documents_without_words_have_nan_distances_under_every_method():
@@ -152,8 +162,9 @@ def test_methods_without_a_matrix_are_left_out():
     variant = prepare_variant(documents, splits, {"wmd": matrices["wmd"]})
     names = [m.name for m in variant.methods]
     assert "WMD" in names and "WMD-TF-IDF" not in names and len(names) == 13
-    pca = prepare_variant(documents, splits, {"wmd-pca10": matrices["wmd"],
-                                              "wmd-pca5": matrices["wmd"]})
+    pca = prepare_variant(
+        documents, splits, {"wmd-pca10": matrices["wmd"], "wmd-pca5": matrices["wmd"]}
+    )
     assert [m.name for m in pca.methods][-2:] == ["WMD (5-d PCA)", "WMD (10-d PCA)"]
 
 
@@ -207,11 +218,13 @@ def test_neighbour_table_refuses_what_it_cannot_know(dense):
         table.nearest(np.array([30]), np.array([25]), 1)
     with pytest.raises(io.WmdevalError, match="queries lack 1 document"):
         NeighbourTable.from_distances(dense, np.array([1, 2]), candidates, 3).nearest(
-            np.array([3]), candidates, 1)
+            np.array([3]), candidates, 1
+        )
     # block: the pairs the table holds (and NaN for empty documents), else an error
     held = table.index[30]
-    np.testing.assert_array_equal(table.block(np.array([30]), held),
-                                  dense.block(np.array([30]), held))
+    np.testing.assert_array_equal(
+        table.block(np.array([30]), held), dense.block(np.array([30]), held)
+    )
     assert np.isnan(table.block(np.array([5]), np.array([1, 2]))).all()
     with pytest.raises(io.WmdevalError, match="pairs the table does not hold"):
         table.block(np.array([30]), candidates)
@@ -220,5 +233,4 @@ def test_neighbour_table_refuses_what_it_cannot_know(dense):
 def test_neighbour_table_checks_the_nan_rule():
     empty = np.array([False, True, False])
     with pytest.raises(ValueError, match="empty document"):
-        NeighbourTable(np.array([0]), np.array([[1]]), np.array([[0.5]]), np.array([1, 2]),
-                       empty)
+        NeighbourTable(np.array([0]), np.array([[1]]), np.array([[0.5]]), np.array([1, 2]), empty)

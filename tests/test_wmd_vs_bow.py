@@ -22,8 +22,7 @@ MAX_PAIRS = 1_000_000  # the schema's default
 
 def pair_correlations(a, b, max_pairs=MAX_PAIRS, **kwargs):
     """wmd_vs_bow.pair_correlations of two square matrices."""
-    return wmd_vs_bow.pair_correlations(DenseDistances(a), DenseDistances(b), max_pairs,
-                                        **kwargs)
+    return wmd_vs_bow.pair_correlations(DenseDistances(a), DenseDistances(b), max_pairs, **kwargs)
 
 
 def random_symmetric(rng, n, empty=()):
@@ -68,8 +67,7 @@ def test_correlations_match_scipy_and_exclude_nan(block_rows):
     assert result.pairs == int(finite.sum()) == 23 * 22 // 2 - 1
     assert result.spearman_pairs == result.pairs
     assert result.pearson == pytest.approx(pearsonr(x[finite], y[finite]).statistic, rel=1e-12)
-    assert result.spearman == pytest.approx(spearmanr(x[finite], y[finite]).statistic,
-                                            rel=1e-12)
+    assert result.spearman == pytest.approx(spearmanr(x[finite], y[finite]).statistic, rel=1e-12)
 
 
 def test_pearson_keeps_its_digits_far_from_zero():
@@ -100,8 +98,7 @@ def test_spearman_on_a_seeded_sample_of_pairs():
     x, y = upper_values(a)[chosen], upper_values(b)[chosen]
     finite = np.isfinite(x)
     assert sampled.spearman_pairs == int(finite.sum()) < 500
-    assert sampled.spearman == pytest.approx(spearmanr(x[finite], y[finite]).statistic,
-                                             rel=1e-12)
+    assert sampled.spearman == pytest.approx(spearmanr(x[finite], y[finite]).statistic, rel=1e-12)
     assert abs(sampled.spearman - full.spearman) < 0.05
 
 
@@ -129,16 +126,24 @@ def test_undefined_correlations_are_nan():
 
 def test_neighbour_agreement_hand_made():
     nan = np.nan
-    a = np.array([[0.3, 0.1, 0.5],
-                  [0.2, 0.2, 0.1],
-                  [0.4, 0.4, 0.9],   # tie: the lower column, 0
-                  [nan, nan, nan],   # no neighbour under a: not counted
-                  [0.1, 0.2, 0.3]])
-    b = np.array([[0.9, 0.2, 0.3],   # same nearest (1)
-                  [0.1, 0.5, 0.6],   # a says 2, b says 0
-                  [0.7, 0.3, 0.3],   # b: tie between 1 and 2 -> 1; a says 0
-                  [0.1, 0.5, 0.6],
-                  [nan, 0.2, 0.3]])  # column 0 undefined under b: 1 vs a's 0
+    a = np.array(
+        [
+            [0.3, 0.1, 0.5],
+            [0.2, 0.2, 0.1],
+            [0.4, 0.4, 0.9],  # tie: the lower column, 0
+            [nan, nan, nan],  # no neighbour under a: not counted
+            [0.1, 0.2, 0.3],
+        ]
+    )
+    b = np.array(
+        [
+            [0.9, 0.2, 0.3],  # same nearest (1)
+            [0.1, 0.5, 0.6],  # a says 2, b says 0
+            [0.7, 0.3, 0.3],  # b: tie between 1 and 2 -> 1; a says 0
+            [0.1, 0.5, 0.6],
+            [nan, 0.2, 0.3],
+        ]
+    )  # column 0 undefined under b: 1 vs a's 0
     na, nb = wmd_vs_bow.nearest_neighbours(a), wmd_vs_bow.nearest_neighbours(b)
     assert na.tolist() == [1, 2, 0, -1, 0]
     assert nb.tolist() == [1, 0, 1, 0, 1]
@@ -161,16 +166,26 @@ def small_dataset(n=30):
         chosen = [] if i == 4 else sorted(set(rng.choice(pool, 6)))
         words.append(chosen)
         counts.append([float(c) for c in rng.integers(1, 4, len(chosen))])
-    documents = pa.table({
-        "doc_id": pa.array(np.arange(n, dtype=np.int32) + 100),
-        "label": [f"class{c}" for c in y], "y": pa.array(y.astype(np.int32)),
-        "words": words, "counts": counts,
-    }).cast(schemas.DOCUMENTS)
-    rows = [(fold, 100 + i, "test" if i % 2 == fold else "train")
-            for fold in range(2) for i in range(n)]
+    documents = pa.table(
+        {
+            "doc_id": pa.array(np.arange(n, dtype=np.int32) + 100),
+            "label": [f"class{c}" for c in y],
+            "y": pa.array(y.astype(np.int32)),
+            "words": words,
+            "counts": counts,
+        }
+    ).cast(schemas.DOCUMENTS)
+    rows = [
+        (fold, 100 + i, "test" if i % 2 == fold else "train") for fold in range(2) for i in range(n)
+    ]
     fold, doc_id, subset = zip(*rows, strict=True)
-    splits = pa.table({"fold": pa.array(fold, pa.int16()), "doc_id": pa.array(doc_id, pa.int32()),
-                       "subset": list(subset)}).cast(schemas.SPLITS)
+    splits = pa.table(
+        {
+            "fold": pa.array(fold, pa.int16()),
+            "doc_id": pa.array(doc_id, pa.int32()),
+            "subset": list(subset),
+        }
+    ).cast(schemas.SPLITS)
     return documents, splits
 
 
@@ -207,8 +222,9 @@ def test_wmd_tfidf_against_fold_idf(tmp_path):
     # a "WMD-TF-IDF" equal to TF-IDF (L1/L1) with fold 0's IDF: fold 0 agrees fully
     wmd_tfidf = baseline_matrix(documents, "TF-IDF (L1/L1)", folds[0][0])
     wmd = random_symmetric(np.random.default_rng(7), 30, empty=[4])
-    corpus = prepare_variant(documents, splits, {"wmd": (doc_ids, wmd),
-                                                "wmd-tfidf": (doc_ids, wmd_tfidf)})
+    corpus = prepare_variant(
+        documents, splits, {"wmd": (doc_ids, wmd), "wmd-tfidf": (doc_ids, wmd_tfidf)}
+    )
     table = wmd_vs_bow.analysis_table(corpus, "small", "clean", MAX_PAIRS, 0)
     assert table.schema == wmd_vs_bow.WMD_VS_BOW
     bow_row, tfidf_row = table.to_pylist()
@@ -216,8 +232,10 @@ def test_wmd_tfidf_against_fold_idf(tmp_path):
     assert tfidf_row["nn_agreement_per_fold"][0] == 1.0
     assert tfidf_row["nn_agreement"] == pytest.approx(np.mean(tfidf_row["nn_agreement_per_fold"]))
     # correlations: the mean over folds of each fold's IDF
-    per_fold = [pair_correlations(
-        wmd_tfidf, baseline_matrix(documents, "TF-IDF (L1/L1)", train)) for train, _ in folds]
+    per_fold = [
+        pair_correlations(wmd_tfidf, baseline_matrix(documents, "TF-IDF (L1/L1)", train))
+        for train, _ in folds
+    ]
     assert per_fold[0].pearson == pytest.approx(1.0)
     assert tfidf_row["pearson"] == pytest.approx(np.mean([c.pearson for c in per_fold]))
     assert tfidf_row["spearman"] == pytest.approx(np.mean([c.spearman for c in per_fold]))
@@ -258,9 +276,15 @@ def test_run_analysis_and_table(tmp_path):
     for dataset in ("second", "first"):
         out = tmp_path / dataset / "wmd_vs_bow.parquet"
         written = per_variant.run_analyses(
-            tmp_path / "documents.parquet", tmp_path / "splits.parquet",
-            {"wmd": tmp_path / "wmd.pq"}, dataset, "original", {"wmd_vs_bow": {"max_pairs": 100}},
-            {"wmd_vs_bow": out}, seed=1)["wmd_vs_bow"]
+            tmp_path / "documents.parquet",
+            tmp_path / "splits.parquet",
+            {"wmd": tmp_path / "wmd.pq"},
+            dataset,
+            "original",
+            {"wmd_vs_bow": {"max_pairs": 100}},
+            {"wmd_vs_bow": out},
+            seed=1,
+        )["wmd_vs_bow"]
         assert io.read_table(out, wmd_vs_bow.WMD_VS_BOW).equals(written)
         assert written.column("spearman_pairs").to_pylist()[0] <= 100
         outputs.append(out)

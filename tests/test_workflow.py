@@ -59,8 +59,9 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
-    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=1200)
+    return subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +95,11 @@ def test_scores_cover_every_dataset_variant_method_classifier_fold(finished_run)
     knn = [r for r in scores if r["classifier"] == "knn"]
     assert all(1 <= r["param"] <= 19 for r in knn)
     # real text, real signal: WMD on the newsgroups beats chance by far
-    news = [r["test_error"] for r in knn if r["dataset"] == "newsgroups"
-            and r["method"] == "WMD" and r["variant"] == "original"]
+    news = [
+        r["test_error"]
+        for r in knn
+        if r["dataset"] == "newsgroups" and r["method"] == "WMD" and r["variant"] == "original"
+    ]
     assert np.mean(news) < 0.3
 
 
@@ -180,9 +184,24 @@ def test_clean_variant_drops_planted_duplicates(finished_run):
 
 def test_tables_and_figures_exist(finished_run):
     results = finished_run / "results"
-    for name in ("table2", "table3", "table4", "table5", "table6", "table6_clean", "table7",
-                 "table8", "table8_clean", "duplicates", "oov", "wmd_vs_bow", "n2o_robustness",
-                 "crossmatch", "corpus_distances", "ksc"):
+    for name in (
+        "table2",
+        "table3",
+        "table4",
+        "table5",
+        "table6",
+        "table6_clean",
+        "table7",
+        "table8",
+        "table8_clean",
+        "duplicates",
+        "oov",
+        "wmd_vs_bow",
+        "n2o_robustness",
+        "crossmatch",
+        "corpus_distances",
+        "ksc",
+    ):
         for ext in ("csv", "md"):
             assert (results / "tables" / f"{name}.{ext}").stat().st_size > 0
     table2 = (results / "tables" / "table2.md").read_text()
@@ -205,16 +224,35 @@ def test_tables_and_figures_exist(finished_run):
 
 
 def test_report_holds_every_table_and_figure(finished_run):
-    run = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml",
-                    "--report", "results/report.html")
+    run = snakemake(
+        finished_run,
+        "--configfile",
+        "config/config.yaml",
+        "extra.yaml",
+        "--report",
+        "results/report.html",
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ERROR/" not in run.stderr, run.stderr[-3000:]  # every caption is valid RST
     html = (finished_run / "results" / "report.html").read_text(errors="replace")
-    for name in ("table2.csv", "table7.csv", "table8.csv", "duplicates.csv", "oov.csv",
-                 "figure3_original.png", "figure4_clean.png", "figure5_original.png",
-                 "wmd_vs_bow.csv", "n2o.png", "n2o_robustness.csv", "crossmatch.csv",
-                 "corpus_distances.csv", "ksc.csv", "ksc_newsgroups_original.png",
-                 "ksc_toy_clean.png"):
+    for name in (
+        "table2.csv",
+        "table7.csv",
+        "table8.csv",
+        "duplicates.csv",
+        "oov.csv",
+        "figure3_original.png",
+        "figure4_clean.png",
+        "figure5_original.png",
+        "wmd_vs_bow.csv",
+        "n2o.png",
+        "n2o_robustness.csv",
+        "crossmatch.csv",
+        "corpus_distances.csv",
+        "ksc.csv",
+        "ksc_newsgroups_original.png",
+        "ksc_toy_clean.png",
+    ):
         assert name in html, name
 
 
@@ -231,24 +269,72 @@ def test_block_count_does_not_change_the_matrix(finished_run, tmp_path):
     results = finished_run / "results" / "subjects" / "original"
     blocks = [str(tmp_path / f"{k}.parquet") for k in range(1, 4)]
     for k, path in enumerate(blocks, 1):
-        assert main(["wmd-block", "--documents", str(results / "documents.parquet"),
-                     "--embeddings", str(finished_run / "results" / "subjects" / "vectors" /
-                                         "embeddings.parquet"),
-                     "--weighting", "bow", "--block", f"{k}-of-3", "--out", path]) == 0
+        assert (
+            main(
+                [
+                    "wmd-block",
+                    "--documents",
+                    str(results / "documents.parquet"),
+                    "--embeddings",
+                    str(finished_run / "results" / "subjects" / "vectors" / "embeddings.parquet"),
+                    "--weighting",
+                    "bow",
+                    "--block",
+                    f"{k}-of-3",
+                    "--out",
+                    path,
+                ]
+            )
+            == 0
+        )
     out = tmp_path / "wmd.parquet"
-    assert main(["wmd-gather", "--documents", str(results / "documents.parquet"),
-                 "--blocks", *blocks, "--method", "WMD", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "wmd-gather",
+                "--documents",
+                str(results / "documents.parquet"),
+                "--blocks",
+                *blocks,
+                "--method",
+                "WMD",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes() == (results / "distances" / "wmd.parquet").read_bytes()
 
 
 def test_dry_run_and_rulegraph_name_every_stage(finished_run):
     run = snakemake(finished_run, "--rulegraph", "--forceall")
     assert run.returncode == 0, run.stderr[-3000:]
-    for rule in ("ingest", "train_embeddings", "lookup_embeddings", "duplicates", "filter_oov",
-                 "select_variant", "wmd_block", "wmd_gather", "wmd_subset", "project_pca",
-                 "evaluate", "evaluate_allwords", "collect_scores", "tables", "figure3",
-                 "figure4", "figure5", "analyses", "wmd_vs_bow_table", "n2o_report",
-                 "crossmatch_table", "corpus_distance_table", "ksc_report"):
+    for rule in (
+        "ingest",
+        "train_embeddings",
+        "lookup_embeddings",
+        "duplicates",
+        "filter_oov",
+        "select_variant",
+        "wmd_block",
+        "wmd_gather",
+        "wmd_subset",
+        "project_pca",
+        "evaluate",
+        "evaluate_allwords",
+        "collect_scores",
+        "tables",
+        "figure3",
+        "figure4",
+        "figure5",
+        "analyses",
+        "wmd_vs_bow_table",
+        "n2o_report",
+        "crossmatch_table",
+        "corpus_distance_table",
+        "ksc_report",
+    ):
         assert f'label = "{rule}"' in run.stdout, rule
 
 
@@ -264,11 +350,20 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
     # as if the run was killed while this block was solving: nothing gathered yet
     block.unlink()
     matrix.unlink()
-    command = [str(Path(sys.executable).parent / "wmdeval"), "wmd-block",
-               "--documents", str(results / "documents.parquet"),
-               "--embeddings", str(finished_run / "results" / "newsgroups" / "vectors" /
-                                   "embeddings.parquet"),
-               "--weighting", "bow", "--block", "2-of-4", "--out", str(block)]
+    command = [
+        str(Path(sys.executable).parent / "wmdeval"),
+        "wmd-block",
+        "--documents",
+        str(results / "documents.parquet"),
+        "--embeddings",
+        str(finished_run / "results" / "newsgroups" / "vectors" / "embeddings.parquet"),
+        "--weighting",
+        "bow",
+        "--block",
+        "2-of-4",
+        "--out",
+        str(block),
+    ]
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # past start-up, inside the solve
     job.send_signal(signal.SIGKILL)
@@ -279,12 +374,14 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
     # Snakemake leaves missing intermediates alone while everything downstream is up to
     # date, so ask for the matrix itself, as a run interrupted before gathering would
     target = str(matrix.relative_to(finished_run))
-    plan = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml",
-                     "-n")
+    plan = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml", "-n")
     # the job-stats table: "<rule> <count>" lines (the Reasons section also names rules)
     rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
-    counts = {row[0]: row[1] for row in rows
-              if len(row) == 2 and row[0] in ("wmd_block", "wmd_gather") and row[1].isdigit()}
+    counts = {
+        row[0]: row[1]
+        for row in rows
+        if len(row) == 2 and row[0] in ("wmd_block", "wmd_gather") and row[1].isdigit()
+    }
     # only the killed block is solved again (3 of its siblings are kept), then gathered
     assert counts == {"wmd_block": "1", "wmd_gather": "1"}, plan.stderr[-3000:]
     run = snakemake(finished_run, target, "--configfile", "config/config.yaml", "extra.yaml")
@@ -294,9 +391,11 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
 
 def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under results/ (logs and benchmarks aside): modification time and bytes."""
-    return {str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
-            for p in sorted(results.rglob("*"))
-            if p.is_file() and p.relative_to(results).parts[0] not in ("logs", "benchmarks")}
+    return {
+        str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(results.rglob("*"))
+        if p.is_file() and p.relative_to(results).parts[0] not in ("logs", "benchmarks")
+    }
 
 
 MISSING_INPUT_CONFIGS = {
@@ -321,8 +420,7 @@ MISSING_INPUT_CONFIGS = {
         "datasets.reviews.path: data/reviews.tsv: no such file",
     ),
     "gone.yaml": (
-        "datasets: {gone: {format: kusner-mat, path: /nonexistent/nothing.mat}}\n"
-        "run: [gone]\n",
+        "datasets: {gone: {format: kusner-mat, path: /nonexistent/nothing.mat}}\nrun: [gone]\n",
         "datasets.gone.path: /nonexistent/nothing.mat: no such file",
     ),
 }
@@ -330,7 +428,8 @@ MISSING_INPUT_CONFIGS = {
 
 @pytest.mark.parametrize("name", sorted(MISSING_INPUT_CONFIGS))
 def test_second_config_with_a_missing_file_stops_as_in_a_fresh_directory(
-        finished_run, tmp_path, name):
+    finished_run, tmp_path, name
+):
     """A finished directory must not hide a missing input behind its old outputs: the run
     stops with the same one line as in a fresh directory, and rewrites nothing."""
     text, message = MISSING_INPUT_CONFIGS[name]
@@ -351,22 +450,34 @@ def test_second_config_with_a_missing_file_stops_as_in_a_fresh_directory(
     shutil.copytree(REPO / "config", fresh / "config")
     in_fresh = snakemake(fresh, "--configfile", "config/config.yaml", str(config))
     assert in_fresh.returncode == run.returncode
-    assert [line for line in in_fresh.stderr.splitlines() if line.startswith("wmdeval:")] \
-        == errors
+    assert [line for line in in_fresh.stderr.splitlines() if line.startswith("wmdeval:")] == errors
 
 
 def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
     """A config that covers fewer datasets plans every job that combines datasets again."""
     config = tmp_path / "subjects_only.yaml"
     config.write_text("run: [subjects]\n")
-    plan = snakemake(finished_run, "--configfile", "config/config.yaml", "extra.yaml",
-                     str(config), "-n")
+    plan = snakemake(
+        finished_run, "--configfile", "config/config.yaml", "extra.yaml", str(config), "-n"
+    )
     assert plan.returncode == 0, plan.stderr[-3000:]
     rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
     planned = {row[0] for row in rows if len(row) == 2 and row[1].isdigit()}
-    aggregates = {"collect_scores", "collect_scores_allwords", "tables", "figure3", "figure4",
-                  "figure5", "duplicates_table", "oov_table", "wmd_vs_bow_table", "n2o_report",
-                  "crossmatch_table", "corpus_distance_table", "ksc_report"}
+    aggregates = {
+        "collect_scores",
+        "collect_scores_allwords",
+        "tables",
+        "figure3",
+        "figure4",
+        "figure5",
+        "duplicates_table",
+        "oov_table",
+        "wmd_vs_bow_table",
+        "n2o_report",
+        "crossmatch_table",
+        "corpus_distance_table",
+        "ksc_report",
+    }
     assert aggregates <= planned, sorted(aggregates - planned)
     # and nothing per dataset: subjects' own results are all there
     assert not planned & {"ingest", "evaluate", "wmd_gather", "analyses"}
@@ -402,12 +513,18 @@ def test_readme_demo_tables_are_the_demo_output(finished_run, table):
     datasets = _demo_datasets(finished_run)
     scores = wio.read_table(finished_run / "results" / "scores.parquet", schemas.SCORES)
     spec = next(spec for spec in report.TABLES if spec.name == table)
-    rows = report.paper_table(scores, spec.variant, spec.classifier,
-                              report.table_methods(spec, scores), datasets,
-                              reference_variant=spec.reference_variant or spec.variant)
+    rows = report.paper_table(
+        scores,
+        spec.variant,
+        spec.classifier,
+        report.table_methods(spec, scores),
+        datasets,
+        reference_variant=spec.reference_variant or spec.variant,
+    )
     expected = report.markdown_table(rows, report.table_header(datasets))
     assert _readme_block(f"demo-{table}") == expected, (
-        f"README.md's demo {table} has drifted; paste this between its markers:\n" + expected)
+        f"README.md's demo {table} has drifted; paste this between its markers:\n" + expected
+    )
 
 
 def test_demo_datasets_outputs_are_the_recorded_bytes(finished_run):
@@ -424,13 +541,15 @@ def test_demo_datasets_outputs_are_the_recorded_bytes(finished_run):
 
     prefixes = tuple(f"results/{d}/" for d in _demo_datasets(finished_run))
     recorded = {p: h for p, h in demo_identity.read_manifest().items() if p.startswith(prefixes)}
-    found = {p: h for p, h in demo_identity.output_hashes(finished_run).items()
-             if p.startswith(prefixes)}
+    found = {
+        p: h for p, h in demo_identity.output_hashes(finished_run).items() if p.startswith(prefixes)
+    }
     assert len(recorded) > 100
     changes = demo_identity.compare(found, recorded)
     assert not any(changes.values()), (
         "the demo's outputs changed; if on purpose, rerun "
-        f"python benchmarks/demo_identity.py --write: {changes}")
+        f"python benchmarks/demo_identity.py --write: {changes}"
+    )
 
 
 def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
@@ -445,17 +564,27 @@ def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
     config = wconfig.validate(yaml.safe_load((finished_run / "config" / "config.yaml").read_text()))
     results = finished_run / "results"
     dim = config["pca_dims"][0]
-    items = [(d, results / d / "original" / "distances" / "wmd.parquet",
-              results / d / "original" / "documents.parquet",
-              results / d / "original" / "distances" / f"wmd-pca{dim}.parquet")
-             for d in _demo_datasets(finished_run)]
+    items = [
+        (
+            d,
+            results / d / "original" / "distances" / "wmd.parquet",
+            results / d / "original" / "documents.parquet",
+            results / d / "original" / "distances" / f"wmd-pca{dim}.parquet",
+        )
+        for d in _demo_datasets(finished_run)
+    ]
     embeddings = results / items[0][0] / "vectors" / "embeddings.parquet"
     png, _ = figures.draw_figure5(
-        items, tmp_path / "figure5.png", max_points=config["report"]["scatter_points"],
-        seed=config["report"]["seed"], full_dim=figures.embedding_dimension(embeddings),
-        pca_dim=dim)
+        items,
+        tmp_path / "figure5.png",
+        max_points=config["report"]["scatter_points"],
+        seed=config["report"]["seed"],
+        full_dim=figures.embedding_dimension(embeddings),
+        pca_dim=dim,
+    )
     assert png.read_bytes() == (REPO / "docs" / "figure5_original.png").read_bytes(), (
-        "docs/figure5_original.png is not the demo's Figure 5: copy it from a demo run")
+        "docs/figure5_original.png is not the demo's Figure 5: copy it from a demo run"
+    )
 
 
 def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
@@ -469,15 +598,22 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
     assert plan.returncode == 0, plan.stderr[-3000:]
     table = plan.stdout.split("Job stats:", 1)[1]
-    counts = {row[0]: int(row[1]) for row in map(str.split, table.splitlines()[3:])
-              if len(row) == 2 and row[1].isdigit()}
+    counts = {
+        row[0]: int(row[1])
+        for row in map(str.split, table.splitlines()[3:])
+        if len(row) == 2 and row[1].isdigit()
+    }
     import yaml
 
     readme = README.read_text(encoding="utf-8")
     total, blocks, gathers = counts["total"], counts["wmd_block"], counts["wmd_gather"]
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     bundle = profile["group-components"]["wmd"]
-    for quoted in (f"plan first: {total:,} jobs", f"the whole plan is {total:,} jobs",
-                   f"is {blocks:,} block jobs", f"one job per solved matrix ({gathers})",
-                   f"turns {blocks:,} block submissions into {-(-blocks // bundle)}"):
+    for quoted in (
+        f"plan first: {total:,} jobs",
+        f"the whole plan is {total:,} jobs",
+        f"is {blocks:,} block jobs",
+        f"one job per solved matrix ({gathers})",
+        f"turns {blocks:,} block submissions into {-(-blocks // bundle)}",
+    ):
         assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"

@@ -141,10 +141,19 @@ def snakemake(workdir: Path, config: dict, *targets: str) -> subprocess.Complete
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
     # targets first: --configfile takes every following word as another config file
-    command = [sys.executable, "-m", "snakemake", "--cores", "2", *targets, "--configfile",
-               "my.yaml"]
-    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=1200)
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        *targets,
+        "--configfile",
+        "my.yaml",
+    ]
+    return subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200
+    )
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +169,12 @@ def real_inputs_run(tmp_path_factory, server):
     word2vec_text(workdir / "vectors.txt")
     config = {
         "datasets": {
-            "five": {"format": "kusner-mat", "url": f"{url}/kusner.zip", "sha256": digest,
-                     "member": "five-emd_tr_te_split.mat"},
+            "five": {
+                "format": "kusner-mat",
+                "url": f"{url}/kusner.zip",
+                "sha256": digest,
+                "member": "five-emd_tr_te_split.mat",
+            },
             "one": {"format": "kusner-mat", "path": "one.mat"},
             "tsv": {"format": "table", "path": "corpus.tsv", "embeddings": "w2v"},
         },
@@ -185,8 +198,11 @@ def test_all_three_inputs_reach_the_scores(real_inputs_run):
             assert len(rows) == (len(METHODS) + 1) * 2 * n_folds, (dataset, variant)
     # the topics are separable: WMD does far better than chance everywhere
     for dataset in folds:
-        errors = [r["test_error"] for r in scores if r["dataset"] == dataset
-                  and r["method"] == "WMD" and r["classifier"] == "knn"]
+        errors = [
+            r["test_error"]
+            for r in scores
+            if r["dataset"] == dataset and r["method"] == "WMD" and r["classifier"] == "knn"
+        ]
         assert np.mean(errors) < 0.25, dataset
     # the one-fold file's words were identified by their vectors
     report = pq.read_table(results / "one" / "ingest" / "report.parquet").to_pylist()[0]
@@ -221,8 +237,7 @@ BAD_INPUTS = {
         "bad.mat",
     ),
     "label column that does not exist": (
-        {"format": "table", "path": "bad.tsv", "label_column": "category",
-         "embeddings": "w2v"},
+        {"format": "table", "path": "bad.tsv", "label_column": "category", "embeddings": "w2v"},
         lambda d: tsv_corpus(d / "bad.tsv"),
         "bad.tsv: no column 'category'",
     ),
@@ -235,9 +250,11 @@ def test_bad_dataset_input_is_one_line_and_leaves_nothing(tmp_path, case):
     workdir = workflow_dir(tmp_path)
     write(workdir)
     word2vec_text(workdir / "vectors.txt")
-    config = {"datasets": {"bad": spec},
-              "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
-              "run": ["bad"]}
+    config = {
+        "datasets": {"bad": spec},
+        "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
+        "run": ["bad"],
+    }
     run = snakemake(workdir, config, "results/bad/ingest/documents.parquet")
     assert run.returncode != 0
     log = (workdir / "results" / "logs" / "bad" / "ingest.log").read_text()
@@ -254,9 +271,11 @@ def test_embedding_with_a_wrong_header(tmp_path):
     word2vec_text(workdir / "vectors.txt")
     lines = (workdir / "vectors.txt").read_text().splitlines()[1:]
     (workdir / "vectors.txt").write_text("\n".join(lines) + "\n")
-    config = {"datasets": {"tsv": {"format": "table", "path": "corpus.tsv", "embeddings": "w2v"}},
-              "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
-              "run": ["tsv"]}
+    config = {
+        "datasets": {"tsv": {"format": "table", "path": "corpus.tsv", "embeddings": "w2v"}},
+        "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
+        "run": ["tsv"],
+    }
     run = snakemake(workdir, config, "results/tsv/vectors/embeddings.parquet")
     assert run.returncode != 0
     log = (workdir / "results" / "logs" / "tsv" / "lookup_embeddings.log").read_text()
@@ -270,10 +289,18 @@ def test_wrong_checksum_removes_the_download(tmp_path, server):
     (root / "corpus.tsv").write_text("text\tlabel\nrocket launch\tspace\n")
     workdir = workflow_dir(tmp_path)
     word2vec_text(workdir / "vectors.txt")
-    config = {"datasets": {"remote": {"format": "table", "url": f"{url}/corpus.tsv",
-                                      "sha256": "0" * 64, "embeddings": "w2v"}},
-              "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
-              "run": ["remote"]}
+    config = {
+        "datasets": {
+            "remote": {
+                "format": "table",
+                "url": f"{url}/corpus.tsv",
+                "sha256": "0" * 64,
+                "embeddings": "w2v",
+            }
+        },
+        "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
+        "run": ["remote"],
+    }
     run = snakemake(workdir, config, "results/remote/ingest/documents.parquet")
     assert run.returncode != 0
     logs = list((workdir / "results" / "logs" / "downloads").glob("*.log"))
@@ -285,8 +312,10 @@ def test_wrong_checksum_removes_the_download(tmp_path, server):
 
 def test_missing_file_is_named_before_any_job(tmp_path):
     workdir = workflow_dir(tmp_path)
-    config = {"datasets": {"gone": {"format": "kusner-mat", "path": "nowhere.mat"}},
-              "run": ["gone"]}
+    config = {
+        "datasets": {"gone": {"format": "kusner-mat", "path": "nowhere.mat"}},
+        "run": ["gone"],
+    }
     run = snakemake(workdir, config)
     assert run.returncode != 0
     assert "nowhere.mat" in run.stderr + run.stdout

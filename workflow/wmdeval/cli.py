@@ -98,8 +98,11 @@ class Arg:
     collect: Callable | None = None
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
-        options: dict[str, Any] = {"help": self.help, "type": self.type,
-                                   "dest": self.flag.lstrip("-").replace("-", "_")}
+        options: dict[str, Any] = {
+            "help": self.help,
+            "type": self.type,
+            "dest": self.flag.lstrip("-").replace("-", "_"),
+        }
         if self.nargs:
             options["nargs"] = self.nargs
         if self.repeat:
@@ -146,221 +149,399 @@ def path(flag: str, dest: str, help: str = "", **options) -> Arg:
     return Arg(flag, dest, help, **options)
 
 
-def expect(what: str, flag: str = "--expect", dest: str = "expected",
-           required: bool = False) -> Arg:
-    return Arg(flag, dest, f"what {what} must cover exactly: {{column: [values]}} as JSON; "
-               "every combination must have rows, and no other", expected_coverage, required)
+def expect(
+    what: str, flag: str = "--expect", dest: str = "expected", required: bool = False
+) -> Arg:
+    return Arg(
+        flag,
+        dest,
+        f"what {what} must cover exactly: {{column: [values]}} as JSON; "
+        "every combination must have rows, and no other",
+        expected_coverage,
+        required,
+    )
 
 
 def table_outputs(what: str = "the inputs (dataset, variant, method)") -> tuple[Arg, ...]:
     """The arguments of a job that combines per-variant tables into CSV and Markdown."""
-    return (path("--inputs", "paths", nargs="+"), path("--csv", "csv_path"),
-            path("--md", "md_path"), expect(what))
+    return (
+        path("--inputs", "paths", nargs="+"),
+        path("--csv", "csv_path"),
+        path("--md", "md_path"),
+        expect(what),
+    )
 
 
 WMD_PATHS = Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON)", json_value)
 SEED = Arg("--seed", "seed", "seed of the job's random draws (from the config)", int)
-ONE_FOLD_SPLITS = Arg("--splits", "splits_path",
-                      "splits of a one-fold dataset: its test x test pairs are skipped",
-                      required=False)
+ONE_FOLD_SPLITS = Arg(
+    "--splits",
+    "splits_path",
+    "splits of a one-fold dataset: its test x test pairs are skipped",
+    required=False,
+)
 
 COMMANDS: tuple[Command, ...] = (
     # 0 downloads
-    Command("download", "ingest.download:run_download",
-            "download a file with resume, retries and checksum", (
-                path("--url", "url"),
-                Arg("--sha256", "sha256", "expected SHA-256, or null", checksum),
-                path("--lock-file", "lock_file", "where unpinned checksums are recorded"),
-                path("--out", "out_path"))),
-    Command("extract", "ingest.download:run_extract",
-            "take one file out of a zip or .gz archive", (
-                path("--archive", "archive"),
-                path("--member", "member", "the archive member"),
-                path("--out", "out_path"))),
+    Command(
+        "download",
+        "ingest.download:run_download",
+        "download a file with resume, retries and checksum",
+        (
+            path("--url", "url"),
+            Arg("--sha256", "sha256", "expected SHA-256, or null", checksum),
+            path("--lock-file", "lock_file", "where unpinned checksums are recorded"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "extract",
+        "ingest.download:run_extract",
+        "take one file out of a zip or .gz archive",
+        (
+            path("--archive", "archive"),
+            path("--member", "member", "the archive member"),
+            path("--out", "out_path"),
+        ),
+    ),
     # 1 datasets and embeddings
-    Command("ingest", "ingest.corpora:run_ingest",
-            "read a corpus into documents and splits tables", (
-                Arg("--spec", "spec", "the dataset's config (JSON)", json_value),
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"))),
-    Command("ingest-kusner", "ingest.kusner:run_kusner", "read a Kusner et al. .mat file", (
-        path("--mat", "path"),
-        path("--dataset", "dataset"),
-        Arg("--normalize", "normalize", "unit-length word vectors (JSON true/false)",
-            json_value),
-        path("--documents", "documents_out"),
-        path("--splits", "splits_out"),
-        path("--embeddings", "embeddings_out"),
-        path("--report", "report_out"))),
-    Command("train-embeddings", "ingest.embeddings:run_train",
-            "train the demo's Word2Vec on raw-text datasets", (
-                Arg("--spec", "spec", "the embedding's config (JSON)", json_value),
-                Arg("--corpora", "corpora", "the configs of the datasets it trains on "
-                    "(JSON list)", json_value),
-                path("--out", "out_path"))),
-    Command("lookup-embeddings", "ingest.embeddings:run_lookup",
-            "keep the vectors of the corpus vocabulary", (
-                path("--documents", "documents_path"),
-                path("--embedding", "embedding_path"),
-                path("--format", "fmt"),
-                Arg("--limit", "limit", "read at most N vectors; 0 = all", vector_limit),
-                Arg("--normalize", "normalize", "unit-length vectors (JSON true/false)",
-                    json_value),
-                path("--out", "out_path"))),
+    Command(
+        "ingest",
+        "ingest.corpora:run_ingest",
+        "read a corpus into documents and splits tables",
+        (
+            Arg("--spec", "spec", "the dataset's config (JSON)", json_value),
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+        ),
+    ),
+    Command(
+        "ingest-kusner",
+        "ingest.kusner:run_kusner",
+        "read a Kusner et al. .mat file",
+        (
+            path("--mat", "path"),
+            path("--dataset", "dataset"),
+            Arg(
+                "--normalize", "normalize", "unit-length word vectors (JSON true/false)", json_value
+            ),
+            path("--documents", "documents_out"),
+            path("--splits", "splits_out"),
+            path("--embeddings", "embeddings_out"),
+            path("--report", "report_out"),
+        ),
+    ),
+    Command(
+        "train-embeddings",
+        "ingest.embeddings:run_train",
+        "train the demo's Word2Vec on raw-text datasets",
+        (
+            Arg("--spec", "spec", "the embedding's config (JSON)", json_value),
+            Arg(
+                "--corpora",
+                "corpora",
+                "the configs of the datasets it trains on (JSON list)",
+                json_value,
+            ),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "lookup-embeddings",
+        "ingest.embeddings:run_lookup",
+        "keep the vectors of the corpus vocabulary",
+        (
+            path("--documents", "documents_path"),
+            path("--embedding", "embedding_path"),
+            path("--format", "fmt"),
+            Arg("--limit", "limit", "read at most N vectors; 0 = all", vector_limit),
+            Arg("--normalize", "normalize", "unit-length vectors (JSON true/false)", json_value),
+            path("--out", "out_path"),
+        ),
+    ),
     # 2-3 cleaning
-    Command("duplicates", "cleaning.duplicates:run_duplicates",
-            "find duplicate groups and the clean variant's survivors", (
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"),
-                path("--dataset", "dataset"),
-                SEED,
-                path("--groups", "groups_path"),
-                path("--summary", "summary_path"),
-                path("--kept", "kept_path"),
-                path("--near", "near_path", "also write near-duplicate pairs here",
-                     required=False),
-                Arg("--near-max-l1", "near_max_l1", "largest L1 distance of a near pair "
-                    "(with --near)", float, required=False))),
-    Command("filter-oov", "cleaning.vocabulary:run_filter",
-            "drop out-of-vocabulary words, bound document size", (
-                path("--documents", "documents_path"),
-                path("--embeddings", "embeddings_path"),
-                path("--dataset", "dataset"),
-                Arg("--min-df", "min_df", "keep words in at least this many documents", int),
-                Arg("--max-words-per-doc", "max_words_per_doc",
-                    "document-size control (JSON: a number or null)", json_value),
-                path("--out-documents", "out_documents"),
-                path("--report", "out_report"))),
-    Command("select-variant", "cleaning.vocabulary:run_select",
-            "restrict documents and splits to a variant", (
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"),
-                path("--kept", "kept_path", "doc ids to keep (Parquet); absent = all",
-                     required=False),
-                path("--out-documents", "out_documents"),
-                path("--out-splits", "out_splits"))),
+    Command(
+        "duplicates",
+        "cleaning.duplicates:run_duplicates",
+        "find duplicate groups and the clean variant's survivors",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            path("--dataset", "dataset"),
+            SEED,
+            path("--groups", "groups_path"),
+            path("--summary", "summary_path"),
+            path("--kept", "kept_path"),
+            path("--near", "near_path", "also write near-duplicate pairs here", required=False),
+            Arg(
+                "--near-max-l1",
+                "near_max_l1",
+                "largest L1 distance of a near pair (with --near)",
+                float,
+                required=False,
+            ),
+        ),
+    ),
+    Command(
+        "filter-oov",
+        "cleaning.vocabulary:run_filter",
+        "drop out-of-vocabulary words, bound document size",
+        (
+            path("--documents", "documents_path"),
+            path("--embeddings", "embeddings_path"),
+            path("--dataset", "dataset"),
+            Arg("--min-df", "min_df", "keep words in at least this many documents", int),
+            Arg(
+                "--max-words-per-doc",
+                "max_words_per_doc",
+                "document-size control (JSON: a number or null)",
+                json_value,
+            ),
+            path("--out-documents", "out_documents"),
+            path("--report", "out_report"),
+        ),
+    ),
+    Command(
+        "select-variant",
+        "cleaning.vocabulary:run_select",
+        "restrict documents and splits to a variant",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            path("--kept", "kept_path", "doc ids to keep (Parquet); absent = all", required=False),
+            path("--out-documents", "out_documents"),
+            path("--out-splits", "out_splits"),
+        ),
+    ),
     # 4 distances
-    Command("wmd-block", "distances.wmd.blocks:run_block",
-            "solve one stored block (work unit) of a WMD matrix", (
-                path("--documents", "documents_path"),
-                path("--embeddings", "embeddings_path"),
-                ONE_FOLD_SPLITS,
-                Arg("--weighting", "weighting", "bow or tfidf"),
-                Arg("--block", ("block", "n_blocks"), "N-of-M (1-based)", block_name),
-                Arg("--threads", "threads", "solver threads", int),
-                path("--out", "out_path"))),
-    Command("wmd-gather", "distances.wmd.blocks:run_gather",
-            "assemble WMD blocks into a distance matrix", (
-                path("--documents", "documents_path"),
-                path("--blocks", "block_paths", nargs="+"),
-                ONE_FOLD_SPLITS,
-                path("--method", "method_name"),
-                path("--out", "out_path"))),
-    Command("wmd-subset", "distances.wmd.blocks:run_subset",
-            "take a variant's rows and columns of a matrix", (
-                path("--matrix", "matrix_path"),
-                path("--documents", "documents_path"),
-                path("--out", "out_path"))),
-    Command("project-pca", "distances.pca:run_project",
-            "project the embeddings to fewer dimensions by PCA", (
-                path("--embeddings", "embeddings_path"),
-                path("--documents", "documents_path"),
-                Arg("--dim", "dim", "dimensions kept", int),
-                path("--out", "out_path"))),
+    Command(
+        "wmd-block",
+        "distances.wmd.blocks:run_block",
+        "solve one stored block (work unit) of a WMD matrix",
+        (
+            path("--documents", "documents_path"),
+            path("--embeddings", "embeddings_path"),
+            ONE_FOLD_SPLITS,
+            Arg("--weighting", "weighting", "bow or tfidf"),
+            Arg("--block", ("block", "n_blocks"), "N-of-M (1-based)", block_name),
+            Arg("--threads", "threads", "solver threads", int),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "wmd-gather",
+        "distances.wmd.blocks:run_gather",
+        "assemble WMD blocks into a distance matrix",
+        (
+            path("--documents", "documents_path"),
+            path("--blocks", "block_paths", nargs="+"),
+            ONE_FOLD_SPLITS,
+            path("--method", "method_name"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "wmd-subset",
+        "distances.wmd.blocks:run_subset",
+        "take a variant's rows and columns of a matrix",
+        (
+            path("--matrix", "matrix_path"),
+            path("--documents", "documents_path"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "project-pca",
+        "distances.pca:run_project",
+        "project the embeddings to fewer dimensions by PCA",
+        (
+            path("--embeddings", "embeddings_path"),
+            path("--documents", "documents_path"),
+            Arg("--dim", "dim", "dimensions kept", int),
+            path("--out", "out_path"),
+        ),
+    ),
     # 5 classification
-    Command("evaluate", "classification.knn:run_evaluate",
-            "kNN and wkNN for all methods and folds", (
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"),
-                Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON; {} for none)",
-                    json_value),
-                Arg("--settings", "settings", "the evaluation config (JSON)", json_value),
-                path("--dataset", "dataset"),
-                path("--variant", "variant"),
-                path("--out", "out_path"))),
+    Command(
+        "evaluate",
+        "classification.knn:run_evaluate",
+        "kNN and wkNN for all methods and folds",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON; {} for none)", json_value),
+            Arg("--settings", "settings", "the evaluation config (JSON)", json_value),
+            path("--dataset", "dataset"),
+            path("--variant", "variant"),
+            path("--out", "out_path"),
+        ),
+    ),
     # 6 report
-    Command("collect-scores", "reporting.tables:run_collect",
-            "concatenate per-dataset scores", (
-                path("--scores", "paths", nargs="*"),
-                expect("the scores (dataset, variant, method, classifier)"),
-                path("--out", "out_path"))),
-    Command("tables", "reporting.tables:run_tables",
-            "write the paper's tables as CSV and Markdown", (
-                path("--scores", "scores_path"),
-                path("--out-dir", "out_dir"),
-                expect("the scores (dataset, variant, method, classifier); its datasets "
-                       "are the columns, in order", required=True),
-                path("--allwords", "allwords_path",
-                     "scores with every word kept (Tables 4/5)", required=False),
-                expect("the all-words scores", "--expect-allwords", "allwords_expected"))),
-    Command("summary-table", "reporting.tables:run_summaries",
-            "combine one-row Parquet reports into CSV + Markdown", (
-                path("--inputs", "inputs", nargs="+"),
-                path("--csv", "csv_path"),
-                path("--md", "md_path"),
-                path("--title", "title"),
-                path("--note", "note", "the caption under the table", required=False),
-                expect("the rows (dataset, and variant where reported)"))),
-    Command("figure3", "reporting.figures:run_figure3", "bar chart of kNN errors", (
-        path("--scores", "scores_path"),
-        path("--variant", "variant"),
-        expect("the scores; its datasets are the panels, in order"),
-        path("--out", "out_png"))),
-    Command("figure4", "reporting.figures:run_figure4",
-            "histograms of matched-word distances over nearest neighbours", (
-                path("--datasets", "datasets", nargs="+"),
-                path("--documents", "documents", "one per dataset", nargs="+"),
-                path("--splits", "splits", "one per dataset", nargs="+"),
-                path("--matrices", "matrices", "one per dataset", nargs="+"),
-                path("--embeddings", "embeddings", "one per dataset", nargs="+"),
-                path("--pca-embeddings", "pca_embeddings", nargs="+", required=False),
-                path("--pca-matrices", "pca_matrices", nargs="+", required=False),
-                Arg("--max-documents", "max_documents",
-                    "nearest-neighbour pairs per dataset (seeded sample)", int),
-                SEED,
-                path("--out", "out_png"))),
-    Command("figure5", "reporting.figures:run_figure5", "scatter of WMD against BOW (L1/L1)", (
-        path("--datasets", "datasets", nargs="+"),
-        path("--matrices", "matrices", nargs="+"),
-        path("--documents", "documents", nargs="+"),
-        path("--embeddings", "embeddings", "to name the dimension", nargs="+",
-             required=False),
-        path("--pca-matrices", "pca_matrices", nargs="+", required=False),
-        Arg("--pca-dim", "pca_dim", "dimension of the PCA embeddings", int, required=False),
-        Arg("--max-points", "max_points", "pairs drawn per panel", int),
-        SEED,
-        path("--out", "out_png"))),
+    Command(
+        "collect-scores",
+        "reporting.tables:run_collect",
+        "concatenate per-dataset scores",
+        (
+            path("--scores", "paths", nargs="*"),
+            expect("the scores (dataset, variant, method, classifier)"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "tables",
+        "reporting.tables:run_tables",
+        "write the paper's tables as CSV and Markdown",
+        (
+            path("--scores", "scores_path"),
+            path("--out-dir", "out_dir"),
+            expect(
+                "the scores (dataset, variant, method, classifier); its datasets "
+                "are the columns, in order",
+                required=True,
+            ),
+            path(
+                "--allwords",
+                "allwords_path",
+                "scores with every word kept (Tables 4/5)",
+                required=False,
+            ),
+            expect("the all-words scores", "--expect-allwords", "allwords_expected"),
+        ),
+    ),
+    Command(
+        "summary-table",
+        "reporting.tables:run_summaries",
+        "combine one-row Parquet reports into CSV + Markdown",
+        (
+            path("--inputs", "inputs", nargs="+"),
+            path("--csv", "csv_path"),
+            path("--md", "md_path"),
+            path("--title", "title"),
+            path("--note", "note", "the caption under the table", required=False),
+            expect("the rows (dataset, and variant where reported)"),
+        ),
+    ),
+    Command(
+        "figure3",
+        "reporting.figures:run_figure3",
+        "bar chart of kNN errors",
+        (
+            path("--scores", "scores_path"),
+            path("--variant", "variant"),
+            expect("the scores; its datasets are the panels, in order"),
+            path("--out", "out_png"),
+        ),
+    ),
+    Command(
+        "figure4",
+        "reporting.figures:run_figure4",
+        "histograms of matched-word distances over nearest neighbours",
+        (
+            path("--datasets", "datasets", nargs="+"),
+            path("--documents", "documents", "one per dataset", nargs="+"),
+            path("--splits", "splits", "one per dataset", nargs="+"),
+            path("--matrices", "matrices", "one per dataset", nargs="+"),
+            path("--embeddings", "embeddings", "one per dataset", nargs="+"),
+            path("--pca-embeddings", "pca_embeddings", nargs="+", required=False),
+            path("--pca-matrices", "pca_matrices", nargs="+", required=False),
+            Arg(
+                "--max-documents",
+                "max_documents",
+                "nearest-neighbour pairs per dataset (seeded sample)",
+                int,
+            ),
+            SEED,
+            path("--out", "out_png"),
+        ),
+    ),
+    Command(
+        "figure5",
+        "reporting.figures:run_figure5",
+        "scatter of WMD against BOW (L1/L1)",
+        (
+            path("--datasets", "datasets", nargs="+"),
+            path("--matrices", "matrices", nargs="+"),
+            path("--documents", "documents", nargs="+"),
+            path("--embeddings", "embeddings", "to name the dimension", nargs="+", required=False),
+            path("--pca-matrices", "pca_matrices", nargs="+", required=False),
+            Arg("--pca-dim", "pca_dim", "dimension of the PCA embeddings", int, required=False),
+            Arg("--max-points", "max_points", "pairs drawn per panel", int),
+            SEED,
+            path("--out", "out_png"),
+        ),
+    ),
     # 7 analyses
-    Command("analyses", "analyses.per_variant:run_analyses",
-            "WMD vs BOW, N2O, crossmatch, corpus distances and KSC of one dataset variant", (
-                path("--documents", "documents_path"),
-                path("--splits", "splits_path"),
-                WMD_PATHS,
-                path("--dataset", "dataset"),
-                path("--variant", "variant"),
-                Arg("--settings", "settings", "{analysis: its settings} as under analyses: "
-                    "in the config (JSON)", json_value),
-                Arg("--out", "outputs", "an analysis to run and its Parquet table",
-                    name_and_path, repeat=True, collect=dict),
-                SEED)),
-    Command("wmd-vs-bow-table", "analyses.wmd_vs_bow:run_analysis_table",
-            "combine the WMD-vs-BOW analyses", table_outputs()),
-    Command("n2o-report", "analyses.n2o:run_n2o_report",
-            "N2O heatmaps and the robustness table", (
-                path("--inputs", "paths", nargs="+"),
-                path("--heatmap", "heatmap_png"),
-                path("--csv", "robustness_csv"),
-                path("--md", "robustness_md"),
-                expect("the inputs (dataset, variant, method)"))),
-    Command("crossmatch-table", "analyses.crossmatch:run_crossmatch_table",
-            "combine crossmatch results", table_outputs()),
-    Command("corpus-distance-table", "analyses.corpus_distance:run_corpus_distance_table",
-            "combine corpus distances", table_outputs()),
-    Command("ksc-report", "analyses.corpus_distance:run_ksc_report",
-            "KSC trajectory figures and how monotone each method's is", (
-                *table_outputs(),
-                path("--figures", "figure_paths", "one PNG per KSC table, in the order of "
-                     "--inputs", nargs="+"))),
+    Command(
+        "analyses",
+        "analyses.per_variant:run_analyses",
+        "WMD vs BOW, N2O, crossmatch, corpus distances and KSC of one dataset variant",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            WMD_PATHS,
+            path("--dataset", "dataset"),
+            path("--variant", "variant"),
+            Arg(
+                "--settings",
+                "settings",
+                "{analysis: its settings} as under analyses: in the config (JSON)",
+                json_value,
+            ),
+            Arg(
+                "--out",
+                "outputs",
+                "an analysis to run and its Parquet table",
+                name_and_path,
+                repeat=True,
+                collect=dict,
+            ),
+            SEED,
+        ),
+    ),
+    Command(
+        "wmd-vs-bow-table",
+        "analyses.wmd_vs_bow:run_analysis_table",
+        "combine the WMD-vs-BOW analyses",
+        table_outputs(),
+    ),
+    Command(
+        "n2o-report",
+        "analyses.n2o:run_n2o_report",
+        "N2O heatmaps and the robustness table",
+        (
+            path("--inputs", "paths", nargs="+"),
+            path("--heatmap", "heatmap_png"),
+            path("--csv", "robustness_csv"),
+            path("--md", "robustness_md"),
+            expect("the inputs (dataset, variant, method)"),
+        ),
+    ),
+    Command(
+        "crossmatch-table",
+        "analyses.crossmatch:run_crossmatch_table",
+        "combine crossmatch results",
+        table_outputs(),
+    ),
+    Command(
+        "corpus-distance-table",
+        "analyses.corpus_distance:run_corpus_distance_table",
+        "combine corpus distances",
+        table_outputs(),
+    ),
+    Command(
+        "ksc-report",
+        "analyses.corpus_distance:run_ksc_report",
+        "KSC trajectory figures and how monotone each method's is",
+        (
+            *table_outputs(),
+            path(
+                "--figures",
+                "figure_paths",
+                "one PNG per KSC table, in the order of --inputs",
+                nargs="+",
+            ),
+        ),
+    ),
 )
 
 # -------------------------------------------------------------------------------- main
@@ -421,8 +602,11 @@ def _interrupt(signum: int, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit status: 0 done, 1 bad input (one line), 130 or 143 (128 + the
     signal) interrupted by SIGINT or SIGTERM (one line, no output left behind)."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
     args = parser().parse_args(argv)
     previous = {}
     if threading.current_thread() is threading.main_thread():

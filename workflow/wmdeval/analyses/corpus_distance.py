@@ -50,8 +50,9 @@ CORPUS_DISTANCES, KSC = schemas.CORPUS_DISTANCES, schemas.KSC
 # --------------------------------------------------------------------------- measures
 
 
-def energy_distance(d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray,
-                    within: str = "all") -> float:
+def energy_distance(
+    d_xy: np.ndarray, d_xx: np.ndarray, d_yy: np.ndarray, within: str = "all"
+) -> float:
     """Energy distance statistic from the three blocks of document distances.
 
     ``within="all"``: within-group means over all |X|² ordered pairs, self-pairs
@@ -83,16 +84,21 @@ def group_distances(dist: np.ndarray, in_first: np.ndarray) -> dict[str, float]:
     between = float(d_xy.mean())
     energy = energy_distance(d_xy, dist[np.ix_(first, first)], dist[np.ix_(second, second)])
     ahd = average_hausdorff(d_xy)
-    return {"mean_between": between, "energy": energy,
-            "energy_coefficient": energy / (2 * between) if between > 0 else math.nan,
-            "ahd": ahd, "ahd_relative": ahd / between if between > 0 else math.nan}
+    return {
+        "mean_between": between,
+        "energy": energy,
+        "energy_coefficient": energy / (2 * between) if between > 0 else math.nan,
+        "ahd": ahd,
+        "ahd_relative": ahd / between if between > 0 else math.nan,
+    }
 
 
 # --------------------------------------------------------------------------- tables
 
 
-def corpus_distance_rows(corpus: Variant, dataset: str, variant: str, m: int,
-                         seed: int) -> list[dict]:
+def corpus_distance_rows(
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int
+) -> list[dict]:
     """CORPUS_DISTANCES rows: every method x (class pair, train vs test of each fold).
 
     Groups are those of the crossmatch test (seeded samples of up to ``m`` documents
@@ -107,37 +113,53 @@ def corpus_distance_rows(corpus: Variant, dataset: str, variant: str, m: int,
             keep = defined_subset(dist)
             first = in_first[keep]
             if first.all() or not first.any():
-                log.warning("%s/%s %s, %s: a group has no defined document; skipped",
-                            dataset, variant, comparison.name, method.name)
+                log.warning(
+                    "%s/%s %s, %s: a group has no defined document; skipped",
+                    dataset,
+                    variant,
+                    comparison.name,
+                    method.name,
+                )
                 continue
-            rows.append({"dataset": dataset, "variant": variant, "method": method.name,
-                         "comparison": comparison.name,
-                         "n1": int(first.sum()), "n2": int((~first).sum()),
-                         **group_distances(dist[np.ix_(keep, keep)], first)})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "variant": variant,
+                    "method": method.name,
+                    "comparison": comparison.name,
+                    "n1": int(first.sum()),
+                    "n2": int((~first).sum()),
+                    **group_distances(dist[np.ix_(keep, keep)], first),
+                }
+            )
     return rows
 
 
-def corpus_distance_results(corpus: Variant, dataset: str, variant: str, m: int,
-                            seed: int) -> pa.Table:
+def corpus_distance_results(
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int
+) -> pa.Table:
     """Energy distance and AHD of one dataset variant, every method: between each pair
     of classes (all documents, IDF from all of them) and between train and test of each
     fold (IDF from the fold's training set), as a CORPUS_DISTANCES table."""
     rows = corpus_distance_rows(corpus, dataset, variant, m, seed)
     return pa.table({n: [r[n] for r in rows] for n in CORPUS_DISTANCES.names}).cast(
-        CORPUS_DISTANCES)
+        CORPUS_DISTANCES
+    )
 
 
 def corpus_distance_markdown(table: pa.Table) -> str:
     """Compact tables: scale-free energy coefficient / relative AHD per method, between
     classes and (mean over folds) between train and test."""
+
     def split_cell(folds: list[dict]) -> str:
-        energy, ahd = np.mean([(r["energy_coefficient"], r["ahd_relative"]) for r in folds],
-                              axis=0)
+        energy, ahd = np.mean([(r["energy_coefficient"], r["ahd_relative"]) for r in folds], axis=0)
         return f"{energy:.3f} / {ahd:.3f}"
 
     class_table, split_table = comparison_tables(
         table.to_pylist(),
-        lambda r: f"{r['energy_coefficient']:.3f} / {r['ahd_relative']:.3f}", split_cell)
+        lambda r: f"{r['energy_coefficient']:.3f} / {r['ahd_relative']:.3f}",
+        split_cell,
+    )
     return (
         "# Corpus distances between groups of documents\n\n"
         "Cells: energy coefficient E / (2 mean d(X, Y)) / relative AHD (AHD / mean "
@@ -146,12 +168,16 @@ def corpus_distance_markdown(table: pa.Table) -> str:
         "the groups differ as wholes. AHD looks at nearest neighbours only.\n\n"
         f"## Between classes\n\n{class_table}\n\n"
         f"## Train vs test (mean over folds)\n\n{split_table}\n\n"
-        "Raw values (energy, ahd, mean_between) are in the CSV file.\n")
+        "Raw values (energy, ahd, mean_between) are in the CSV file.\n"
+    )
 
 
-def run_corpus_distance_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                              md_path: str | os.PathLike,
-                              expected: Expected | None = None) -> None:
+def run_corpus_distance_table(
+    paths: Sequence[str | os.PathLike],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
     """All corpus-distance rows as CSV and compact Markdown tables; the rows must cover
     exactly ``expected`` when given (:mod:`wmdeval.core.coverage`)."""
     table = io.read_tables(paths, CORPUS_DISTANCES, expected)
@@ -167,8 +193,9 @@ def share_from_b(corpus_size: int, K: int) -> np.ndarray:
     return np.floor(corpus_size * np.arange(K + 1) / K + 0.5).astype(np.int64)
 
 
-def double_lottery(source_a: np.ndarray, source_b: np.ndarray, K: int, corpus_size: int,
-                   rng: np.random.Generator) -> np.ndarray:
+def double_lottery(
+    source_a: np.ndarray, source_b: np.ndarray, K: int, corpus_size: int, rng: np.random.Generator
+) -> np.ndarray:
     """One KSC set: [K + 1, corpus_size] document positions.
 
     Corpus i concatenates two independent uniform draws without replacement: round(n
@@ -177,15 +204,27 @@ def double_lottery(source_a: np.ndarray, source_b: np.ndarray, K: int, corpus_si
     """
     from_b = share_from_b(corpus_size, K)
     if corpus_size > min(len(source_a), len(source_b)):
-        raise io.WmdevalError(f"KSC corpus size {corpus_size} exceeds a source's "
-                              f"{min(len(source_a), len(source_b))} documents")
-    return np.array([np.concatenate([rng.choice(source_a, corpus_size - b, replace=False),
-                                     rng.choice(source_b, b, replace=False)])
-                     for b in from_b], dtype=np.int64)
+        raise io.WmdevalError(
+            f"KSC corpus size {corpus_size} exceeds a source's "
+            f"{min(len(source_a), len(source_b))} documents"
+        )
+    return np.array(
+        [
+            np.concatenate(
+                [
+                    rng.choice(source_a, corpus_size - b, replace=False),
+                    rng.choice(source_b, b, replace=False),
+                ]
+            )
+            for b in from_b
+        ],
+        dtype=np.int64,
+    )
 
 
-def ksc_pair_distances(dist: np.ndarray, corpora: np.ndarray,
-                       within: str = "all") -> dict[str, np.ndarray]:
+def ksc_pair_distances(
+    dist: np.ndarray, corpora: np.ndarray, within: str = "all"
+) -> dict[str, np.ndarray]:
     """Energy distance and AHD between every two corpora of one KSC set: measure ->
     [K + 1, K + 1] matrix. ``dist`` is indexed by the positions in ``corpora``; the
     distance of a document to itself is taken as 0 (corpora can share documents)."""
@@ -194,8 +233,7 @@ def ksc_pair_distances(dist: np.ndarray, corpora: np.ndarray,
     same = corpora[:, :, None, None] == corpora[None, None, :, :]
     blocks = np.where(same, 0.0, blocks)
     means = blocks.mean(axis=(1, 3))
-    within_means = np.array([_within_mean(blocks[i, :, i, :], within)
-                             for i in range(n_corpora)])
+    within_means = np.array([_within_mean(blocks[i, :, i, :], within) for i in range(n_corpora)])
     energy = 2 * means - within_means[:, None] - within_means[None, :]
     towards = blocks.min(axis=3).mean(axis=1)  # [i, j]: mean over c_i of nearest in c_j
     ahd = 0.5 * (towards + towards.T)
@@ -237,8 +275,16 @@ def two_largest_classes(labels: np.ndarray) -> tuple[str, str]:
     return tuple(sorted((str(names[order[0]]), str(names[order[1]]))))
 
 
-def ksc_rows(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus_size: int,
-             seed: int, classes: tuple[str, str] | None = None) -> list[dict]:
+def ksc_rows(
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    K: int,
+    R: int,
+    corpus_size: int,
+    seed: int,
+    classes: tuple[str, str] | None = None,
+) -> list[dict]:
     """KSC rows for every method x measure x repetition x corpus pair: K + 1 corpora of
     ``corpus_size`` documents, R draws (the paper: 15, 5, 50).
 
@@ -252,19 +298,28 @@ def ksc_rows(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus
     candidates = np.flatnonzero(np.isin(corpus.labels, [class_a, class_b]) & ~corpus.no_words)
     defined = np.ones(len(candidates), dtype=bool)
     for wmd in corpus.wmd.values():  # baselines are defined for every document with words
-        defined &= np.isin(np.arange(len(candidates)),
-                           defined_subset(wmd.block(candidates, candidates)))
+        defined &= np.isin(
+            np.arange(len(candidates)), defined_subset(wmd.block(candidates, candidates))
+        )
     labels = corpus.labels[candidates]
     source_a = candidates[defined & (labels == class_a)]
     source_b = candidates[defined & (labels == class_b)]
     size = min(corpus_size, len(source_a), len(source_b))
     if size < corpus_size:
-        log.warning("%s/%s KSC: corpus size capped at %d (sources have %d and %d documents)",
-                    dataset, variant, size, len(source_a), len(source_b))
+        log.warning(
+            "%s/%s KSC: corpus size capped at %d (sources have %d and %d documents)",
+            dataset,
+            variant,
+            size,
+            len(source_a),
+            len(source_b),
+        )
     if size < 2:
         raise io.WmdevalError(f"{dataset}/{variant}: too few documents for KSC")
-    draws = [double_lottery(source_a, source_b, K, size, np.random.default_rng([seed, r]))
-             for r in range(R)]
+    draws = [
+        double_lottery(source_a, source_b, K, size, np.random.default_rng([seed, r]))
+        for r in range(R)
+    ]
     # Distances only among the documents drawn, indexed by their rank in ``used``.
     used = np.unique(np.concatenate([d.ravel() for d in draws]))
     draws = [np.searchsorted(used, d) for d in draws]
@@ -276,11 +331,22 @@ def ksc_rows(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus
             by_measure = ksc_pair_distances(dist, corpora)
             for measure in MEASURES:
                 for i, j in itertools.combinations(range(K + 1), 2):
-                    rows.append({"dataset": dataset, "variant": variant, "class_a": class_a,
-                                 "class_b": class_b, "corpus_size": size, "method": method.name,
-                                 "measure": measure, "repetition": repetition, "i": i, "j": j,
-                                 "separation": j - i,
-                                 "distance": float(by_measure[measure][i, j])})
+                    rows.append(
+                        {
+                            "dataset": dataset,
+                            "variant": variant,
+                            "class_a": class_a,
+                            "class_b": class_b,
+                            "corpus_size": size,
+                            "method": method.name,
+                            "measure": measure,
+                            "repetition": repetition,
+                            "i": i,
+                            "j": j,
+                            "separation": j - i,
+                            "distance": float(by_measure[measure][i, j]),
+                        }
+                    )
     _add_standardised(rows)
     return rows
 
@@ -304,8 +370,15 @@ def ksc_summary(table: pa.Table) -> list[dict]:
     out = []
     for (dataset, variant, method, measure), values in groups.items():
         separation, distance = np.array(values).T
-        out.append({"dataset": dataset, "variant": variant, "method": method,
-                    "measure": measure, **monotonicity(separation, distance)})
+        out.append(
+            {
+                "dataset": dataset,
+                "variant": variant,
+                "method": method,
+                "measure": measure,
+                **monotonicity(separation, distance),
+            }
+        )
     return out
 
 
@@ -328,13 +401,22 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
     with matplotlib.rc_context(_RC):
         # A fixed layout: the constrained one triples the drawing time of 14 panels.
         fig = Figure(figsize=(3.0 * n_columns, height))
-        fig.subplots_adjust(left=0.07, right=0.99, top=1 - 0.85 / height,
-                            bottom=0.85 / height, hspace=0.32, wspace=0.08)
+        fig.subplots_adjust(
+            left=0.07,
+            right=0.99,
+            top=1 - 0.85 / height,
+            bottom=0.85 / height,
+            hspace=0.32,
+            wspace=0.08,
+        )
         fig.suptitle(title, y=1 - 0.1 / height, va="top")
         if not methods:
             fig.text(0.5, 0.5, "no KSC results", ha="center")
-        axes = fig.subplots(n_rows, n_columns, squeeze=False, sharex=True,
-                            sharey=True).ravel() if methods else []
+        axes = (
+            fig.subplots(n_rows, n_columns, squeeze=False, sharex=True, sharey=True).ravel()
+            if methods
+            else []
+        )
         for ax, method in zip(axes, methods, strict=False):
             notes = []
             for measure in MEASURES:
@@ -346,14 +428,29 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
                 mean = np.array([np.mean(by_separation[s]) for s in ls])
                 spread = np.array([np.std(by_separation[s]) for s in ls])
                 colour, line, marker = styles[measure]
-                ax.fill_between(ls, mean - spread, mean + spread, color=colour, alpha=0.15,
-                                linewidth=0)
-                ax.plot(ls, mean, color=colour, linestyle=line, marker=marker, markersize=3,
-                        linewidth=1.2)
+                ax.fill_between(
+                    ls, mean - spread, mean + spread, color=colour, alpha=0.15, linewidth=0
+                )
+                ax.plot(
+                    ls,
+                    mean,
+                    color=colour,
+                    linestyle=line,
+                    marker=marker,
+                    markersize=3,
+                    linewidth=1.2,
+                )
                 rho = summary[method, measure]["spearman_rho"]
                 notes.append(f"ρ {'E' if measure == 'energy' else 'AHD'} = {rho:.2f}")
-            ax.text(0.04, 0.96, "\n".join(notes), transform=ax.transAxes, va="top", fontsize=7,
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+            ax.text(
+                0.04,
+                0.96,
+                "\n".join(notes),
+                transform=ax.transAxes,
+                va="top",
+                fontsize=7,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+            )
             ax.set_title(method, fontsize=9)
             ax.grid(linewidth=0.4, alpha=0.5)
         for index, ax in enumerate(axes):
@@ -365,15 +462,32 @@ def ksc_figure(table: pa.Table, out_png: str | os.PathLike, title: str):
             if index >= len(methods) - n_columns:
                 ax.set_xlabel("separation ℓ = j − i")
                 ax.xaxis.set_tick_params(labelbottom=True)
-        handles = [Line2D([], [], color=styles[m][0], linestyle=styles[m][1],
-                          marker=styles[m][2], markersize=3, label=MEASURE_LABELS[m])
-                   for m in MEASURES]
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=styles[m][0],
+                linestyle=styles[m][1],
+                marker=styles[m][2],
+                markersize=3,
+                label=MEASURE_LABELS[m],
+            )
+            for m in MEASURES
+        ]
         fig.legend(handles=handles, loc="lower center", ncols=2, frameon=False)
         return save_figure(fig, out_png, svg=False)
 
 
-def ksc_results(corpus: Variant, dataset: str, variant: str, K: int, R: int, corpus_size: int,
-                seed: int, classes: tuple[str, str] | None = None) -> pa.Table:
+def ksc_results(
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    K: int,
+    R: int,
+    corpus_size: int,
+    seed: int,
+    classes: tuple[str, str] | None = None,
+) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
     largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table.
     :func:`run_ksc_report` draws the figures of every dataset variant in one job."""
@@ -389,21 +503,29 @@ def ksc_title(table: pa.Table) -> str:
     first = table.slice(0, 1).to_pylist()[0]
     K = max(table.column("j").to_pylist())
     R = max(table.column("repetition").to_pylist()) + 1
-    return (f"Known-similarity corpora, {first['dataset']} ({first['variant']}): corpus i has "
-            f"a share i/K of '{first['class_b']}', the rest '{first['class_a']}'\nK = {K}, "
-            f"{R} draws, {first['corpus_size']} documents per corpus; z-scored per method and "
-            "measure; ρ: Spearman, separation vs distance")
+    return (
+        f"Known-similarity corpora, {first['dataset']} ({first['variant']}): corpus i has "
+        f"a share i/K of '{first['class_b']}', the rest '{first['class_a']}'\nK = {K}, "
+        f"{R} draws, {first['corpus_size']} documents per corpus; z-scored per method and "
+        "measure; ρ: Spearman, separation vs distance"
+    )
 
 
-def run_ksc_report(paths: Sequence[str | os.PathLike], figure_paths: Sequence[str | os.PathLike],
-                   csv_path: str | os.PathLike, md_path: str | os.PathLike,
-                   expected: Expected | None = None) -> None:
+def run_ksc_report(
+    paths: Sequence[str | os.PathLike],
+    figure_paths: Sequence[str | os.PathLike],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
     """One trajectory figure per KSC table (``figure_paths[i]`` for ``paths[i]``) and the
     monotonicity table of them all; the rows must cover exactly ``expected`` when given
     (:mod:`wmdeval.core.coverage`), checked before any figure is drawn."""
     if len(figure_paths) != len(paths):
-        raise io.WmdevalError(f"ksc-report: {len(paths)} KSC table(s) but "
-                              f"{len(figure_paths)} figure path(s); expected one per table")
+        raise io.WmdevalError(
+            f"ksc-report: {len(paths)} KSC table(s) but "
+            f"{len(figure_paths)} figure path(s); expected one per table"
+        )
     tables = [io.read_table(p, KSC).cast(KSC) for p in paths]
     combined = pa.concat_tables(tables) if tables else KSC.empty_table()
     if expected is not None:
@@ -413,8 +535,9 @@ def run_ksc_report(paths: Sequence[str | os.PathLike], figure_paths: Sequence[st
     write_ksc_table(combined, csv_path, md_path)
 
 
-def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
-                    md_path: str | os.PathLike) -> None:
+def write_ksc_table(
+    table: pa.Table, csv_path: str | os.PathLike, md_path: str | os.PathLike
+) -> None:
     """Monotonicity of every method's KSC trajectories (Spearman's ρ and the order
     accuracy), as CSV (long) and Markdown (methods x dataset variants)."""
     summary = ksc_summary(table)
@@ -422,28 +545,57 @@ def write_ksc_table(table: pa.Table, csv_path: str | os.PathLike,
     io.write_csv(csv_path, pa.table({c: [s[c] for s in summary] for c in columns}))
 
     groups = list(dict.fromkeys((s["dataset"], s["variant"]) for s in summary))
-    cell = {(s["method"], s["dataset"], s["variant"], s["measure"]):
-            f"{s['spearman_rho']:.2f} ({s['order_accuracy']:.2f})" for s in summary}
+    cell = {
+        (
+            s["method"],
+            s["dataset"],
+            s["variant"],
+            s["measure"],
+        ): f"{s['spearman_rho']:.2f} ({s['order_accuracy']:.2f})"
+        for s in summary
+    }
     methods = sorted({s["method"] for s in summary}, key=method_sort_key)
-    header = ["method"] + [f"{d} ({v}) {'energy' if m == 'energy' else 'AHD'}"
-                           for d, v in groups for m in MEASURES]
-    body = [[method] + [cell.get((method, d, v, m), "") for d, v in groups for m in MEASURES]
-            for method in methods]
-    io.write_text(md_path, (
-        "# Known-similarity corpora: do corpus distances grow with separation?\n\n"
-        f"{markdown_table(body, header)}\n\n"
-        "Cells: Spearman's ρ between the separation |i - j| of two corpora and their "
-        "distance, over all corpus pairs and draws (order accuracy in brackets: the "
-        "share of value pairs at different separations ordered like the separations; "
-        "0.5 = no relation, 1 = monotone).\n\n"
-        "Corpora drawn from classes not much larger than a corpus share many documents, "
-        "and shared documents pull nearby corpora together: distances then grow with "
-        "separation even between classes that are alike.\n"))
+    header = ["method"] + [
+        f"{d} ({v}) {'energy' if m == 'energy' else 'AHD'}" for d, v in groups for m in MEASURES
+    ]
+    body = [
+        [method] + [cell.get((method, d, v, m), "") for d, v in groups for m in MEASURES]
+        for method in methods
+    ]
+    io.write_text(
+        md_path,
+        (
+            "# Known-similarity corpora: do corpus distances grow with separation?\n\n"
+            f"{markdown_table(body, header)}\n\n"
+            "Cells: Spearman's ρ between the separation |i - j| of two corpora and their "
+            "distance, over all corpus pairs and draws (order accuracy in brackets: the "
+            "share of value pairs at different separations ordered like the separations; "
+            "0.5 = no relation, 1 = monotone).\n\n"
+            "Corpora drawn from classes not much larger than a corpus share many documents, "
+            "and shared documents pull nearby corpora together: distances then grow with "
+            "separation even between classes that are alike.\n"
+        ),
+    )
 
 
 __all__ = [
-    "CORPUS_DISTANCES", "KSC", "energy_distance", "average_hausdorff", "group_distances",
-    "corpus_distance_rows", "corpus_distance_results", "run_corpus_distance_table",
-    "share_from_b", "double_lottery", "ksc_pair_distances", "standardise", "monotonicity",
-    "ksc_rows", "ksc_summary", "ksc_results", "ksc_title", "run_ksc_report", "write_ksc_table",
+    "CORPUS_DISTANCES",
+    "KSC",
+    "energy_distance",
+    "average_hausdorff",
+    "group_distances",
+    "corpus_distance_rows",
+    "corpus_distance_results",
+    "run_corpus_distance_table",
+    "share_from_b",
+    "double_lottery",
+    "ksc_pair_distances",
+    "standardise",
+    "monotonicity",
+    "ksc_rows",
+    "ksc_summary",
+    "ksc_results",
+    "ksc_title",
+    "run_ksc_report",
+    "write_ksc_table",
 ]

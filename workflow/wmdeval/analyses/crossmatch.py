@@ -35,7 +35,6 @@ from ..reporting.tables import comparison_tables
 log = logging.getLogger("wmdeval.analyses.crossmatch")
 
 
-
 # The table written here is documented with the others in schemas.py.
 CROSSMATCH = schemas.CROSSMATCH
 
@@ -106,8 +105,10 @@ class _Edges:
     def incidence(self) -> sp.csc_matrix:
         """Point x edge incidence matrix: column e has ones in rows us[e] and vs[e]."""
         m = len(self.us)
-        return sp.csc_matrix((np.ones(2 * m), (np.concatenate([self.us, self.vs]),
-                                               np.tile(np.arange(m), 2))), shape=(self.n, m))
+        return sp.csc_matrix(
+            (np.ones(2 * m), (np.concatenate([self.us, self.vs]), np.tile(np.arange(m), 2))),
+            shape=(self.n, m),
+        )
 
     def crossing(self, odd_sets: Sequence[np.ndarray]) -> np.ndarray:
         """[sets, edges]: 1 where the edge has exactly one end in the set (is in δ(S))."""
@@ -172,8 +173,10 @@ def _violated_odd_sets(edges: _Edges, x: np.ndarray) -> list[np.ndarray]:
     """
     found = {}
     for support in (x > _EPS, (x > _EPS) & (x < 1 - _EPS)):
-        graph = sp.coo_matrix((np.ones(int(support.sum())),
-                               (edges.us[support], edges.vs[support])), shape=(edges.n,) * 2)
+        graph = sp.coo_matrix(
+            (np.ones(int(support.sum())), (edges.us[support], edges.vs[support])),
+            shape=(edges.n,) * 2,
+        )
         n_parts, part = connected_components(graph, directed=False)
         sizes = np.bincount(part, minlength=n_parts)
         for p in np.flatnonzero((sizes % 2 == 1) & (sizes >= 3)):
@@ -190,8 +193,14 @@ def _solve_lp(edges: _Edges, crossing: np.ndarray) -> np.ndarray | str | None:
     from scipy.optimize import linprog
 
     cuts = {"A_ub": -crossing, "b_ub": -np.ones(len(crossing))} if len(crossing) else {}
-    result = linprog(edges.d, A_eq=edges.incidence(), b_eq=np.ones(edges.n), bounds=(0, None),
-                     method="highs", **cuts)
+    result = linprog(
+        edges.d,
+        A_eq=edges.incidence(),
+        b_eq=np.ones(edges.n),
+        bounds=(0, None),
+        method="highs",
+        **cuts,
+    )
     if result.status == 2:
         return "infeasible"
     return np.asarray(result.x) if result.status == 0 else None
@@ -204,8 +213,13 @@ def _solve_integer_program(edges: _Edges, crossing: np.ndarray) -> np.ndarray | 
     constraints = [LinearConstraint(edges.incidence(), 1, 1)]
     if len(crossing):
         constraints.append(LinearConstraint(crossing, 1, np.inf))
-    result = milp(edges.d, constraints=constraints, integrality=np.ones(len(edges.d)),
-                  bounds=Bounds(0, 1), options={"mip_rel_gap": 0.0})
+    result = milp(
+        edges.d,
+        constraints=constraints,
+        integrality=np.ones(len(edges.d)),
+        bounds=Bounds(0, 1),
+        options={"mip_rel_gap": 0.0},
+    )
     if result.status == 0:
         return np.asarray(result.x)
     if result.status == 2:
@@ -215,8 +229,10 @@ def _solve_integer_program(edges: _Edges, crossing: np.ndarray) -> np.ndarray | 
     if len(pairs) < edges.n // 2:
         return None
     chosen = {tuple(p) for p in pairs.tolist()}
-    return np.array([(u, v) in chosen for u, v in zip(edges.us.tolist(), edges.vs.tolist(),
-                                                      strict=True)], dtype=np.float64)
+    return np.array(
+        [(u, v) in chosen for u, v in zip(edges.us.tolist(), edges.vs.tolist(), strict=True)],
+        dtype=np.float64,
+    )
 
 
 def _exact_matching(edges: _Edges, odd_sets: list[np.ndarray]) -> np.ndarray | None:
@@ -264,8 +280,9 @@ def min_distance_perfect_matching(dist: np.ndarray) -> np.ndarray:
     if all(len(c) % 2 == 0 for c in cycles):
         # x = 1/2 around an even cycle averages its two alternating matchings, which at
         # an LP optimum must cost the same: either one is optimal.
-        return _sorted_pairs(np.concatenate([c[0::2] for c in cycles]),
-                             np.concatenate([c[1::2] for c in cycles]))
+        return _sorted_pairs(
+            np.concatenate([c[0::2] for c in cycles]), np.concatenate([c[1::2] for c in cycles])
+        )
 
     us, vs = np.triu_indices(n, 1)
     everything = _Edges(n, us, vs, dist[us, vs])
@@ -323,11 +340,18 @@ def null_distribution(n_points: int, n_first: int) -> tuple[np.ndarray, np.ndarr
     n_second = n_points - n_first
     a1 = np.arange(n_first % 2, min(n_first, n_second) + 1, 2)
     a0, a2 = (n_first - a1) // 2, (n_second - a1) // 2
-    log_choose = (math.lgamma(n_points + 1) - math.lgamma(n_first + 1)
-                  - math.lgamma(n_second + 1))
-    log_p = np.array([x * math.log(2.0) + math.lgamma(n_points // 2 + 1) - log_choose
-                      - math.lgamma(p + 1) - math.lgamma(x + 1) - math.lgamma(q + 1)
-                      for x, p, q in zip(a1.tolist(), a0.tolist(), a2.tolist(), strict=True)])
+    log_choose = math.lgamma(n_points + 1) - math.lgamma(n_first + 1) - math.lgamma(n_second + 1)
+    log_p = np.array(
+        [
+            x * math.log(2.0)
+            + math.lgamma(n_points // 2 + 1)
+            - log_choose
+            - math.lgamma(p + 1)
+            - math.lgamma(x + 1)
+            - math.lgamma(q + 1)
+            for x, p, q in zip(a1.tolist(), a0.tolist(), a2.tolist(), strict=True)
+        ]
+    )
     return a1, np.exp(log_p - logsumexp(log_p))  # renormalised: exact up to rounding
 
 
@@ -363,16 +387,21 @@ def crossmatch_test(dist: np.ndarray, in_first: np.ndarray) -> CrossmatchResult:
     n_points, n_first = len(matched), int(np.count_nonzero(in_first[matched]))
     values, probabilities = null_distribution(n_points, n_first)
     return CrossmatchResult(
-        n1=int(np.count_nonzero(in_first)), n2=int(np.count_nonzero(~in_first)), a1=a1,
+        n1=int(np.count_nonzero(in_first)),
+        n2=int(np.count_nonzero(~in_first)),
+        a1=a1,
         expected_a1=float(values @ probabilities),
-        p_value=_lower_tail(values, probabilities, a1), discarded=discarded)
+        p_value=_lower_tail(values, probabilities, a1),
+        discarded=discarded,
+    )
 
 
 # --------------------------------------------------------------------------- datasets
 
 
-def crossmatch_rows(corpus: Variant, dataset: str, variant: str, m: int, seed: int,
-                    class_fold: int | None = None) -> list[dict]:
+def crossmatch_rows(
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int, class_fold: int | None = None
+) -> list[dict]:
     """CROSSMATCH rows for every method x comparison (:func:`wmdeval.core.groups.comparisons`
     of up to ``m`` documents per group; the seed paper used 200)."""
     rows = []
@@ -388,19 +417,34 @@ def crossmatch_rows(corpus: Variant, dataset: str, variant: str, m: int, seed: i
             keep = defined_subset(dist)
             first = in_first[keep]
             if first.all() or not first.any():
-                log.warning("%s/%s %s, %s: a group has no document with defined distances; "
-                            "skipped", dataset, variant, comparison.name, method.name)
+                log.warning(
+                    "%s/%s %s, %s: a group has no document with defined distances; skipped",
+                    dataset,
+                    variant,
+                    comparison.name,
+                    method.name,
+                )
                 continue
             result = crossmatch_test(dist[np.ix_(keep, keep)], first)
-            rows.append({"dataset": dataset, "variant": variant, "method": method.name,
-                         "comparison": comparison.name, "n1": result.n1, "n2": result.n2,
-                         "a1": result.a1, "expected_a1": result.expected_a1,
-                         "p_value": result.p_value})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "variant": variant,
+                    "method": method.name,
+                    "comparison": comparison.name,
+                    "n1": result.n1,
+                    "n2": result.n2,
+                    "a1": result.a1,
+                    "expected_a1": result.expected_a1,
+                    "p_value": result.p_value,
+                }
+            )
     return rows
 
 
-def crossmatch_results(corpus: Variant, dataset: str, variant: str, m: int, seed: int,
-                       class_fold: int | None = None) -> pa.Table:
+def crossmatch_results(
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int, class_fold: int | None = None
+) -> pa.Table:
     """The CROSSMATCH table of one dataset variant: every method, each pair of classes,
     and train vs test of each fold."""
     rows = crossmatch_rows(corpus, dataset, variant, m, seed, class_fold)
@@ -418,6 +462,7 @@ def crossmatch_markdown(table: pa.Table) -> str:
     """Two compact tables: class separability (A1 / E[A1] and p per method and class
     pair) and train-vs-test homogeneity (per method and dataset variant: the smallest
     p over the folds and how many folds have p < 0.05)."""
+
     def split_cell(folds: list[dict]) -> str:
         ps = [r["p_value"] for r in folds]
         return f"{_format_p(min(ps))} ({sum(p < 0.05 for p in ps)}/{len(ps)})"
@@ -425,7 +470,8 @@ def crossmatch_markdown(table: pa.Table) -> str:
     class_table, split_table = comparison_tables(
         table.to_pylist(),
         lambda r: f"{r['a1']} / {r['expected_a1']:.1f} (p {_format_p(r['p_value'])})",
-        split_cell)
+        split_cell,
+    )
     return (
         "# Crossmatch tests\n\n## Class separability\n\n"
         "Cells: observed crossmatches A1 / expected A1 under the null (p = P(A1 <= a1)). "
@@ -435,11 +481,16 @@ def crossmatch_markdown(table: pa.Table) -> str:
         "Cells: smallest p over the folds (folds with p < 0.05 / folds). A homogeneous "
         "split gives p spread over [0, 1]; many small p suggest train and test differ.\n\n"
         f"{split_table}\n\nEach group is a seeded sample of up to m documents with words; "
-        "the exact one-sided p-value of Rosenbaum (2005) is computed in closed form.\n")
+        "the exact one-sided p-value of Rosenbaum (2005) is computed in closed form.\n"
+    )
 
 
-def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                         md_path: str | os.PathLike, expected: Expected | None = None) -> None:
+def run_crossmatch_table(
+    paths: Sequence[str | os.PathLike],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
     """All crossmatch rows as CSV (long format) and compact Markdown tables; the rows
     must cover exactly ``expected`` when given (:mod:`wmdeval.core.coverage`)."""
     table = io.read_tables(paths, CROSSMATCH, expected)
@@ -448,7 +499,14 @@ def run_crossmatch_table(paths: Sequence[str | os.PathLike], csv_path: str | os.
 
 
 __all__ = [
-    "CROSSMATCH", "min_distance_perfect_matching", "crossmatch_pairs", "null_distribution",
-    "crossmatch_p_value", "crossmatch_test", "CrossmatchResult", "crossmatch_rows",
-    "crossmatch_results", "run_crossmatch_table",
+    "CROSSMATCH",
+    "min_distance_perfect_matching",
+    "crossmatch_pairs",
+    "null_distribution",
+    "crossmatch_p_value",
+    "crossmatch_test",
+    "CrossmatchResult",
+    "crossmatch_rows",
+    "crossmatch_results",
+    "run_crossmatch_table",
 ]

@@ -42,8 +42,7 @@ def overlap_counts(neighbours_a: np.ndarray, neighbours_b: np.ndarray, k: int) -
     return same.sum(axis=(1, 2))
 
 
-def nearest_neighbour_overlap(neighbours_a: np.ndarray, neighbours_b: np.ndarray,
-                              k: int) -> float:
+def nearest_neighbour_overlap(neighbours_a: np.ndarray, neighbours_b: np.ndarray, k: int) -> float:
     """N2O over the rows (queries) of two neighbour lists: mean |overlap| / k.
 
     A slot without a defined neighbour counts as no overlap, so the divisor stays k.
@@ -61,8 +60,9 @@ def sample_queries(test: np.ndarray, queries: int | None, seed: int, fold: int) 
     return np.sort(rng.choice(test, size=queries, replace=False))
 
 
-def fold_neighbours(corpus: Variant, fold: int, query_pos: np.ndarray,
-                    k_max: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def fold_neighbours(
+    corpus: Variant, fold: int, query_pos: np.ndarray, k_max: int
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per method (paper name): the k_max nearest training documents of every query, as
     indices into the fold's training list (-1: none); and which queries have a defined
     distance to some training document under every method (the others are skipped, so
@@ -76,8 +76,9 @@ def fold_neighbours(corpus: Variant, fold: int, query_pos: np.ndarray,
     return neighbours, usable
 
 
-def n2o_rows(corpus: Variant, dataset: str, variant: str, ks: Sequence[int],
-             queries: int | None, seed: int) -> list[dict]:
+def n2o_rows(
+    corpus: Variant, dataset: str, variant: str, ks: Sequence[int], queries: int | None, seed: int
+) -> list[dict]:
     """N2O rows (the N2O schema) for every method pair x k x fold."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -91,21 +92,37 @@ def n2o_rows(corpus: Variant, dataset: str, variant: str, ks: Sequence[int],
         neighbours, usable = fold_neighbours(corpus, fold, query_pos, ks[-1])
         n_empty = int(np.count_nonzero(~usable))
         if n_empty:
-            log.info("%s/%s fold %d: %d of %d queries skipped (undefined distances)",
-                     dataset, variant, fold, n_empty, len(query_pos))
+            log.info(
+                "%s/%s fold %d: %d of %d queries skipped (undefined distances)",
+                dataset,
+                variant,
+                fold,
+                n_empty,
+                len(query_pos),
+            )
         for a, b in itertools.combinations_with_replacement(names, 2):
             for k in ks:
-                rows.append({"dataset": dataset, "variant": variant, "method_a": a,
-                             "method_b": b, "k": k, "fold": fold,
-                             "n2o": nearest_neighbour_overlap(neighbours[a][usable],
-                                                              neighbours[b][usable], k),
-                             "queries": int(np.count_nonzero(usable)),
-                             "empty_queries": n_empty})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "variant": variant,
+                        "method_a": a,
+                        "method_b": b,
+                        "k": k,
+                        "fold": fold,
+                        "n2o": nearest_neighbour_overlap(
+                            neighbours[a][usable], neighbours[b][usable], k
+                        ),
+                        "queries": int(np.count_nonzero(usable)),
+                        "empty_queries": n_empty,
+                    }
+                )
     return rows
 
 
-def n2o_results(corpus: Variant, dataset: str, variant: str, ks: Sequence[int],
-                queries: int | None, seed: int) -> pa.Table:
+def n2o_results(
+    corpus: Variant, dataset: str, variant: str, ks: Sequence[int], queries: int | None, seed: int
+) -> pa.Table:
     """The N2O table of one dataset variant. ``queries``: None = every test document
     of each fold, else a seeded sample of that many per fold."""
     rows = n2o_rows(corpus, dataset, variant, ks, queries, seed)
@@ -121,9 +138,11 @@ def mean_over_folds(table: pa.Table) -> dict[tuple[str, str, int], dict[tuple[st
     for row in table.to_pylist():
         key = (row["dataset"], row["variant"], row["k"])
         sums.setdefault(key, {}).setdefault((row["method_a"], row["method_b"]), []).append(
-            row["n2o"])
-    return {key: {pair: float(np.mean(v)) for pair, v in pairs.items()}
-            for key, pairs in sums.items()}
+            row["n2o"]
+        )
+    return {
+        key: {pair: float(np.mean(v)) for pair, v in pairs.items()} for key, pairs in sums.items()
+    }
 
 
 def n2o_matrix(pairs: Mapping[tuple[str, str], float]) -> tuple[list[str], np.ndarray]:
@@ -157,8 +176,9 @@ def _text_colour(value: float, cmap) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def n2o_heatmap(panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | str,
-                out_png: str | os.PathLike):
+def n2o_heatmap(
+    panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | str, out_png: str | os.PathLike
+):
     """One annotated heatmap per ``(title, method names, matrix)``."""
     import matplotlib
     from matplotlib.figure import Figure
@@ -169,8 +189,10 @@ def n2o_heatmap(panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | st
     n_rows = max(1, math.ceil(len(panels) / n_columns))
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(6.6 * n_columns, 6.2 * n_rows + 0.5), layout="constrained")
-        fig.suptitle(f"Nearest-neighbour overlap (N2O) between document distances, k = {k} "
-                     "(mean over folds; 1 = same neighbours)")
+        fig.suptitle(
+            f"Nearest-neighbour overlap (N2O) between document distances, k = {k} "
+            "(mean over folds; 1 = same neighbours)"
+        )
         if not panels:
             fig.text(0.5, 0.5, "no N2O results", ha="center")
         axes = fig.subplots(n_rows, n_columns, squeeze=False).ravel() if panels else []
@@ -182,22 +204,34 @@ def n2o_heatmap(panels: Sequence[tuple[str, list[str], np.ndarray]], k: int | st
                 if np.isfinite(matrix[i, j]):
                     # Out of the layout: cell values sit inside the axes, and measuring
                     # hundreds of them for the constrained layout doubled the drawing time.
-                    ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center",
-                            fontsize=5.5, color=_text_colour(matrix[i, j], cmap),
-                            in_layout=False)
+                    ax.text(
+                        j,
+                        i,
+                        f"{matrix[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=5.5,
+                        color=_text_colour(matrix[i, j], cmap),
+                        in_layout=False,
+                    )
             ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
             ax.set_yticks(range(len(names)), names, fontsize=7)
             ax.set_title(title)
-        for ax in axes[len(panels):]:
+        for ax in axes[len(panels) :]:
             ax.set_visible(False)
         if image is not None:
-            fig.colorbar(image, ax=list(axes[:len(panels)]), shrink=0.6, label="N2O")
+            fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label="N2O")
         return save_figure(fig, out_png, svg=False)
 
 
-def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.PathLike,
-                   robustness_csv: str | os.PathLike, robustness_md: str | os.PathLike,
-                   k: int | None = None, expected: Expected | None = None) -> None:
+def run_n2o_report(
+    paths: Sequence[str | os.PathLike],
+    heatmap_png: str | os.PathLike,
+    robustness_csv: str | os.PathLike,
+    robustness_md: str | os.PathLike,
+    k: int | None = None,
+    expected: Expected | None = None,
+) -> None:
     """Heatmap (one panel per dataset variant, at ``k``: default the middle k) and the
     k-robustness table (Spearman's ρ of pair rankings between each two k). With
     ``expected`` (:mod:`wmdeval.core.coverage`), every dataset variant must have rows for
@@ -221,17 +255,38 @@ def run_n2o_report(paths: Sequence[str | os.PathLike], heatmap_png: str | os.Pat
     for dataset, variant in variants:
         by_k = {kk: means[dataset, variant, kk] for kk in ks if (dataset, variant, kk) in means}
         for r in rank_robustness(by_k):
-            rows.append([dataset, variant, str(r["k_a"]), str(r["k_b"]),
-                         f"{r['spearman_rho']:.3f}", str(r["pairs"])])
-    note = ("Method pairs (diagonal excluded) are ranked by their N2O, averaged over folds, "
-            "at each k; ρ is Spearman's rank correlation between the rankings at k_a and "
-            "k_b. ρ near 1: which distances agree most does not depend on k.")
-    write_table_files(rows, ["dataset", "variant", "k_a", "k_b", "spearman_rho", "pairs"],
-                      robustness_csv, robustness_md,
-                      "N2O robustness: rank correlation of method pairs across k", note)
+            rows.append(
+                [
+                    dataset,
+                    variant,
+                    str(r["k_a"]),
+                    str(r["k_b"]),
+                    f"{r['spearman_rho']:.3f}",
+                    str(r["pairs"]),
+                ]
+            )
+    note = (
+        "Method pairs (diagonal excluded) are ranked by their N2O, averaged over folds, "
+        "at each k; ρ is Spearman's rank correlation between the rankings at k_a and "
+        "k_b. ρ near 1: which distances agree most does not depend on k."
+    )
+    write_table_files(
+        rows,
+        ["dataset", "variant", "k_a", "k_b", "spearman_rho", "pairs"],
+        robustness_csv,
+        robustness_md,
+        "N2O robustness: rank correlation of method pairs across k",
+        note,
+    )
 
 
 __all__ = [
-    "N2O", "overlap_counts", "nearest_neighbour_overlap", "fold_neighbours", "n2o_rows",
-    "n2o_results", "rank_robustness", "run_n2o_report",
+    "N2O",
+    "overlap_counts",
+    "nearest_neighbour_overlap",
+    "fold_neighbours",
+    "n2o_rows",
+    "n2o_results",
+    "rank_robustness",
+    "run_n2o_report",
 ]

@@ -49,12 +49,15 @@ def _schema_settings() -> dict[str, dict]:
     """analysis name -> its settings' defaults, from the config schema (``enabled`` left out)."""
     from ..core import config
 
-    return {name: {k: v for k, v in config.defaults("analyses", name).items() if k != "enabled"}
-            for name in ANALYSES}
+    return {
+        name: {k: v for k, v in config.defaults("analyses", name).items() if k != "enabled"}
+        for name in ANALYSES
+    }
 
 
-def check_request(outputs: Mapping[str, object],
-                  settings: Mapping[str, Mapping]) -> dict[str, dict]:
+def check_request(
+    outputs: Mapping[str, object], settings: Mapping[str, Mapping]
+) -> dict[str, dict]:
     """Every output names a known analysis, and its settings are among the analysis's
     config keys. Returns each requested analysis's settings, the schema's default for any
     key not given."""
@@ -62,20 +65,28 @@ def check_request(outputs: Mapping[str, object],
     complete = {}
     for name in outputs:
         if name not in ANALYSES:
-            raise io.WmdevalError(f"unknown analysis '{name}' (expected one of "
-                                  f"{', '.join(ANALYSES)})")
+            raise io.WmdevalError(
+                f"unknown analysis '{name}' (expected one of {', '.join(ANALYSES)})"
+            )
         given = dict(settings.get(name, {}))
         unknown = sorted(set(given) - set(defaults[name]))
         if unknown:
-            raise io.WmdevalError(f"analysis '{name}': unknown setting(s) {unknown}, expected "
-                                  f"some of {sorted(defaults[name])}")
+            raise io.WmdevalError(
+                f"analysis '{name}': unknown setting(s) {unknown}, expected "
+                f"some of {sorted(defaults[name])}"
+            )
         complete[name] = {**defaults[name], **given}
     return complete
 
 
-def analysis_results(corpus: Variant, dataset: str, variant: str,
-                     settings: Mapping[str, Mapping], names: list[str],
-                     seed: int) -> dict[str, pa.Table]:
+def analysis_results(
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    settings: Mapping[str, Mapping],
+    names: list[str],
+    seed: int,
+) -> dict[str, pa.Table]:
     """The tables of the analyses ``names`` on one prepared variant (``settings``: every
     key of each, as :func:`check_request` returns them)."""
     tables = {}
@@ -83,15 +94,27 @@ def analysis_results(corpus: Variant, dataset: str, variant: str,
         results, _ = ANALYSES[name]
         started = time.process_time()
         tables[name] = results(corpus, dataset, variant, seed=seed, **settings[name])
-        log.info("%s/%s %s: %d rows in %.2f s CPU", dataset, variant, name,
-                 tables[name].num_rows, time.process_time() - started)
+        log.info(
+            "%s/%s %s: %d rows in %.2f s CPU",
+            dataset,
+            variant,
+            name,
+            tables[name].num_rows,
+            time.process_time() - started,
+        )
     return tables
 
 
-def run_analyses(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-                 wmd_paths: Mapping[str, str | os.PathLike], dataset: str, variant: str,
-                 settings: Mapping[str, Mapping], outputs: Mapping[str, str | os.PathLike],
-                 seed: int) -> dict[str, pa.Table]:
+def run_analyses(
+    documents_path: str | os.PathLike,
+    splits_path: str | os.PathLike,
+    wmd_paths: Mapping[str, str | os.PathLike],
+    dataset: str,
+    variant: str,
+    settings: Mapping[str, Mapping],
+    outputs: Mapping[str, str | os.PathLike],
+    seed: int,
+) -> dict[str, pa.Table]:
     """Run the analyses named in ``outputs`` (name -> Parquet path) on one dataset
     variant and write each table. ``wmd_paths``: WMD method slug -> DISTANCES file (a
     WMD method without one is left out); ``settings``: the ``analyses:`` config."""

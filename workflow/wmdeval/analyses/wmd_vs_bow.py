@@ -111,8 +111,13 @@ def sample_pair_indices(n_pairs: int, max_pairs: int, seed: int) -> np.ndarray |
     return np.sort(chosen)
 
 
-def pair_correlations(distances_a: Distances, distances_b: Distances, max_pairs: int,
-                      seed: int = 0, block_rows: int | None = None) -> Correlations:
+def pair_correlations(
+    distances_a: Distances,
+    distances_b: Distances,
+    max_pairs: int,
+    seed: int = 0,
+    block_rows: int | None = None,
+) -> Correlations:
     """Pearson and Spearman correlations of two distances over the document pairs i < j
     where both are defined.
 
@@ -150,8 +155,12 @@ def pair_correlations(distances_a: Distances, distances_b: Distances, max_pairs:
         sampled_b.append(b[picked])
     sampled_a = np.concatenate(sampled_a) if sampled_a else np.zeros(0)
     sampled_b = np.concatenate(sampled_b) if sampled_b else np.zeros(0)
-    return Correlations(pearson=moments.pearson(), spearman=spearman_rho(sampled_a, sampled_b),
-                        spearman_pairs=len(sampled_a), pairs=moments.n)
+    return Correlations(
+        pearson=moments.pearson(),
+        spearman=spearman_rho(sampled_a, sampled_b),
+        spearman_pairs=len(sampled_a),
+        pairs=moments.n,
+    )
 
 
 # --------------------------------------------------------------------------- neighbours
@@ -161,8 +170,10 @@ def nearest_neighbours(dist: np.ndarray, block_rows: int | None = None) -> np.nd
     """The nearest column of every row by the kNN rule (distance, then lower column);
     -1 where a row has no finite distance. Row blocks bound the memory."""
     block_rows = block_rows or max(1, _BLOCK_CELLS // max(dist.shape[1], 1))
-    parts = [rank_neighbours(dist[start:start + block_rows], 1)[:, 0]
-             for start in range(0, dist.shape[0], block_rows)]
+    parts = [
+        rank_neighbours(dist[start : start + block_rows], 1)[:, 0]
+        for start in range(0, dist.shape[0], block_rows)
+    ]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -175,13 +186,14 @@ def neighbour_agreement(neighbours_a: np.ndarray, neighbours_b: np.ndarray) -> f
     return float(np.mean(neighbours_a[both] == neighbours_b[both]))
 
 
-def fold_agreement(distances_a: Distances, distances_b: Distances, train: np.ndarray,
-                   test: np.ndarray) -> float:
+def fold_agreement(
+    distances_a: Distances, distances_b: Distances, train: np.ndarray, test: np.ndarray
+) -> float:
     """Nearest-neighbour agreement of one fold: test documents against training ones."""
     block_rows = max(1, _BLOCK_CELLS // max(len(train), 1))
     neighbours_a, neighbours_b = [], []
     for start in range(0, len(test), block_rows):
-        queries = test[start:start + block_rows]
+        queries = test[start : start + block_rows]
         neighbours_a.append(distances_a.nearest(queries, train, 1).index[:, 0])
         neighbours_b.append(distances_b.nearest(queries, train, 1).index[:, 0])
     if not neighbours_a:
@@ -197,27 +209,33 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(finite)) if finite else math.nan
 
 
-def comparison_row(corpus: Variant, wmd_slug: str, dataset: str, variant: str, max_pairs: int,
-                   seed: int) -> dict:
+def comparison_row(
+    corpus: Variant, wmd_slug: str, dataset: str, variant: str, max_pairs: int, seed: int
+) -> dict:
     """One WMD_VS_BOW row: a WMD method against the baseline it is compared with."""
     if wmd_slug not in COMPARED_WITH:
-        raise io.WmdevalError(f"no baseline to compare {wmd_slug!r} with; expected one of "
-                              f"{', '.join(COMPARED_WITH)}")
+        raise io.WmdevalError(
+            f"no baseline to compare {wmd_slug!r} with; expected one of {', '.join(COMPARED_WITH)}"
+        )
     method_a, method_b = BY_SLUG[wmd_slug], BY_NAME[COMPARED_WITH[wmd_slug]]
     if not corpus.folds:
         raise io.WmdevalError(f"{dataset}/{variant}: the splits have no folds")
     wmd = method_distances(corpus, method_a)
     # BOW does not depend on the fold: one pass serves every fold.
-    correlation_folds = (list(range(len(corpus.folds))) if method_b.weighting == "tfidf"
-                         else [None])
-    correlations = [pair_correlations(wmd, method_distances(corpus, method_b, fold),
-                                      max_pairs, seed)
-                    for fold in correlation_folds]
-    per_fold = [fold_agreement(wmd, method_distances(corpus, method_b, fold), train, test)
-                for fold, (train, test) in enumerate(corpus.folds)]
+    correlation_folds = list(range(len(corpus.folds))) if method_b.weighting == "tfidf" else [None]
+    correlations = [
+        pair_correlations(wmd, method_distances(corpus, method_b, fold), max_pairs, seed)
+        for fold in correlation_folds
+    ]
+    per_fold = [
+        fold_agreement(wmd, method_distances(corpus, method_b, fold), train, test)
+        for fold, (train, test) in enumerate(corpus.folds)
+    ]
     row = {
-        "dataset": dataset, "variant": variant,
-        "method_a": method_a.name, "method_b": method_b.name,
+        "dataset": dataset,
+        "variant": variant,
+        "method_a": method_a.name,
+        "method_b": method_b.name,
         "pearson": _mean([c.pearson for c in correlations]),
         "spearman": _mean([c.spearman for c in correlations]),
         # which pairs are defined depends on the documents' words, not on the IDF, so
@@ -227,27 +245,51 @@ def comparison_row(corpus: Variant, wmd_slug: str, dataset: str, variant: str, m
         "nn_agreement": _mean(per_fold),
         "nn_agreement_per_fold": per_fold,
     }
-    log.info("%s/%s %s vs %s: Pearson %.3f, Spearman %.3f (%d of %d pairs), nearest-neighbour "
-             "agreement %.3f", dataset, variant, method_a.name, method_b.name, row["pearson"],
-             row["spearman"], row["spearman_pairs"], row["pairs"], row["nn_agreement"])
+    log.info(
+        "%s/%s %s vs %s: Pearson %.3f, Spearman %.3f (%d of %d pairs), nearest-neighbour "
+        "agreement %.3f",
+        dataset,
+        variant,
+        method_a.name,
+        method_b.name,
+        row["pearson"],
+        row["spearman"],
+        row["spearman_pairs"],
+        row["pairs"],
+        row["nn_agreement"],
+    )
     return row
 
 
-def analysis_table(corpus: Variant, dataset: str, variant: str, max_pairs: int,
-                   seed: int) -> pa.Table:
+def analysis_table(
+    corpus: Variant, dataset: str, variant: str, max_pairs: int, seed: int
+) -> pa.Table:
     """WMD_VS_BOW rows for every WMD method of the variant that has a baseline to be
     compared with (WMD, WMD-TF-IDF), in Table 2 order; Spearman's over a seeded sample
     of at most ``max_pairs`` document pairs."""
-    rows = [comparison_row(corpus, slug, dataset, variant, max_pairs, seed)
-            for slug in COMPARED_WITH if slug in corpus.wmd]
+    rows = [
+        comparison_row(corpus, slug, dataset, variant, max_pairs, seed)
+        for slug in COMPARED_WITH
+        if slug in corpus.wmd
+    ]
     return pa.Table.from_pylist(rows, schema=WMD_VS_BOW)
 
 
 # --------------------------------------------------------------------------- the table
 
 
-HEADER = ["dataset", "variant", "method", "compared with", "Pearson", "Spearman",
-          "Spearman pairs", "pairs", "NN agreement", "NN agreement per fold"]
+HEADER = [
+    "dataset",
+    "variant",
+    "method",
+    "compared with",
+    "Pearson",
+    "Spearman",
+    "Spearman pairs",
+    "pairs",
+    "NN agreement",
+    "NN agreement per fold",
+]
 
 NOTE = """\
 One row per dataset, variant and WMD method, against the baseline it extends: WMD against \
@@ -278,20 +320,35 @@ def table_rows(table: pa.Table, datasets: Sequence[str]) -> list[list[str]]:
 
     def order(record: dict) -> tuple:
         variant = record["variant"]
-        variant_rank = (VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER
-                        else len(VARIANT_ORDER))
+        variant_rank = (
+            VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
+        )
         method_rank = list(COMPARED_WITH.values()).index(record["method_b"])
         return datasets.index(record["dataset"]), variant_rank, variant, method_rank
 
-    return [[r["dataset"], r["variant"], r["method_a"], r["method_b"], _number(r["pearson"]),
-             _number(r["spearman"]), str(r["spearman_pairs"]), str(r["pairs"]),
-             _number(r["nn_agreement"]),
-             ", ".join(_number(v) for v in r["nn_agreement_per_fold"])]
-            for r in sorted(records, key=order)]
+    return [
+        [
+            r["dataset"],
+            r["variant"],
+            r["method_a"],
+            r["method_b"],
+            _number(r["pearson"]),
+            _number(r["spearman"]),
+            str(r["spearman_pairs"]),
+            str(r["pairs"]),
+            _number(r["nn_agreement"]),
+            ", ".join(_number(v) for v in r["nn_agreement_per_fold"]),
+        ]
+        for r in sorted(records, key=order)
+    ]
 
 
-def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                       md_path: str | os.PathLike, expected: Expected | None = None) -> None:
+def run_analysis_table(
+    paths: Sequence[str | os.PathLike],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
     """Combine per-dataset WMD_VS_BOW files into one CSV and one Markdown table; with
     ``expected`` (:mod:`wmdeval.core.coverage`), its WMD methods of each dataset variant."""
     if expected is not None:
@@ -303,7 +360,16 @@ def run_analysis_table(paths: Sequence[str | os.PathLike], csv_path: str | os.Pa
 
 
 __all__ = [
-    "COMPARED_WITH", "WMD_VS_BOW", "Correlations", "pair_correlations",
-    "sample_pair_indices", "pairs_before_row", "nearest_neighbours", "neighbour_agreement",
-    "fold_agreement", "comparison_row", "analysis_table", "run_analysis_table",
+    "COMPARED_WITH",
+    "WMD_VS_BOW",
+    "Correlations",
+    "pair_correlations",
+    "sample_pair_indices",
+    "pairs_before_row",
+    "nearest_neighbours",
+    "neighbour_agreement",
+    "fold_agreement",
+    "comparison_row",
+    "analysis_table",
+    "run_analysis_table",
 ]

@@ -43,8 +43,7 @@ def _n_labels(y_train: np.ndarray) -> int:
     return int(y_train.max()) + 1 if y_train.size else 1
 
 
-def _vote(neighbours: np.ndarray, y_train: np.ndarray,
-          weights: np.ndarray | None) -> np.ndarray:
+def _vote(neighbours: np.ndarray, y_train: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """Label with the largest (weighted) vote per row; ties to the smallest label."""
     n_rows = neighbours.shape[0]
     valid = neighbours >= 0
@@ -54,8 +53,9 @@ def _vote(neighbours: np.ndarray, y_train: np.ndarray,
     labels = y_train[np.where(valid, neighbours, 0)]
     # one bincount for all rows: row r's labels live in bins [r*n_labels, (r+1)*n_labels)
     bins = (np.arange(n_rows)[:, None] * n_labels + labels)[valid]
-    votes = np.bincount(bins, weights=None if weights is None else weights[valid],
-                        minlength=n_rows * n_labels).reshape(n_rows, n_labels)
+    votes = np.bincount(
+        bins, weights=None if weights is None else weights[valid], minlength=n_rows * n_labels
+    ).reshape(n_rows, n_labels)
     predictions = votes.argmax(axis=1)  # argmax returns the first maximum
     predictions[~valid.any(axis=1)] = NO_PREDICTION
     return predictions
@@ -73,8 +73,9 @@ def knn_predict(neighbours: np.ndarray, y_train: np.ndarray, k: int) -> np.ndarr
     return _vote(neighbours, np.asarray(y_train, dtype=np.int64), None)
 
 
-def wknn_predict(dist: np.ndarray, neighbours: np.ndarray, y_train: np.ndarray,
-                 gamma: float) -> tuple[np.ndarray, int]:
+def wknn_predict(
+    dist: np.ndarray, neighbours: np.ndarray, y_train: np.ndarray, gamma: float
+) -> tuple[np.ndarray, int]:
     """Weighted vote: a neighbour at distance d votes with weight exp(-d / gamma).
 
     ``dist``: [queries, training list] distances (NaN = undefined); ``neighbours``: int
@@ -85,8 +86,9 @@ def wknn_predict(dist: np.ndarray, neighbours: np.ndarray, y_train: np.ndarray,
     """
     neighbours = np.asarray(neighbours, dtype=np.int64)
     valid = neighbours >= 0
-    d = np.take_along_axis(np.asarray(dist, dtype=np.float64),
-                           np.where(valid, neighbours, 0), axis=1)
+    d = np.take_along_axis(
+        np.asarray(dist, dtype=np.float64), np.where(valid, neighbours, 0), axis=1
+    )
     return wknn_vote(Neighbours(neighbours, np.where(valid, d, np.nan)), y_train, gamma)
 
 
@@ -120,8 +122,9 @@ def accuracy(predictions: np.ndarray, y_true: np.ndarray) -> float:
     return float(np.mean(np.asarray(predictions) == np.asarray(y_true)))
 
 
-def select_k(dist_val_fit: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray,
-             ks: Iterable[int] = range(1, 20)) -> tuple[int, float]:
+def select_k(
+    dist_val_fit: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray, ks: Iterable[int] = range(1, 20)
+) -> tuple[int, float]:
     """The k with the highest kNN validation accuracy (a tie to the smallest k), and
     that accuracy. ``dist_val_fit``: [validation, fit] distances, NaN = undefined; the
     fit columns sorted by position."""
@@ -129,8 +132,9 @@ def select_k(dist_val_fit: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray,
     return best_k(rank_neighbours(dist_val_fit, max(ks)), y_fit, y_val, ks)
 
 
-def best_k(neighbours: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray,
-           ks: Iterable[int]) -> tuple[int, float]:
+def best_k(
+    neighbours: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray, ks: Iterable[int]
+) -> tuple[int, float]:
     """:func:`select_k` from the validation documents' ranked fit neighbours (int
     [validation, >= max(ks)], -1 = none): prefixes serve every smaller k."""
     ks = sorted({int(k) for k in ks})
@@ -142,20 +146,25 @@ def best_k(neighbours: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray,
     return chosen_k, best_accuracy
 
 
-def select_gamma(dist_val_fit: np.ndarray, y_fit: np.ndarray, y_val: np.ndarray,
-                 gammas: Iterable[float], k: int = 19) -> tuple[float, float]:
+def select_gamma(
+    dist_val_fit: np.ndarray,
+    y_fit: np.ndarray,
+    y_val: np.ndarray,
+    gammas: Iterable[float],
+    k: int = 19,
+) -> tuple[float, float]:
     """The gamma with the highest wkNN validation accuracy (a tie to the smallest gamma),
     and that accuracy, with k neighbours. ``dist_val_fit`` as for :func:`select_k`."""
     dist = np.asarray(dist_val_fit, dtype=np.float64)
     index = rank_neighbours(dist, k)
     valid = index >= 0
-    distance = np.where(valid, np.take_along_axis(dist, np.where(valid, index, 0), axis=1),
-                        np.nan)
+    distance = np.where(valid, np.take_along_axis(dist, np.where(valid, index, 0), axis=1), np.nan)
     return best_gamma(Neighbours(index, distance), y_fit, y_val, gammas)
 
 
-def best_gamma(neighbours: Neighbours, y_fit: np.ndarray, y_val: np.ndarray,
-               gammas: Iterable[float]) -> tuple[float, float]:
+def best_gamma(
+    neighbours: Neighbours, y_fit: np.ndarray, y_val: np.ndarray, gammas: Iterable[float]
+) -> tuple[float, float]:
     """:func:`select_gamma` from the validation documents' ranked fit neighbours."""
     gammas = sorted({float(g) for g in gammas})
     chosen_gamma, best_accuracy = gammas[0], -1.0
@@ -207,19 +216,20 @@ def complete_settings(settings: Mapping | None) -> dict:
 # --------------------------------------------------------------------------- one fold
 
 
-def _validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray,
-                                                                           np.ndarray]]:
+def _validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per classifier: (sorted fit positions, validation positions) into the training list."""
     splits = {}
     for name in ("knn", "wknn"):
-        fit, val = validation_split(n_train, settings[name]["validation_size"],
-                                    settings[name]["seed"])
+        fit, val = validation_split(
+            n_train, settings[name]["validation_size"], settings[name]["seed"]
+        )
         splits[name] = (np.sort(fit), val)
     return splits
 
 
-def _fold_lists(train_pos: np.ndarray, test_pos: np.ndarray, empty: np.ndarray,
-                dropping: bool) -> tuple[np.ndarray, np.ndarray]:
+def _fold_lists(
+    train_pos: np.ndarray, test_pos: np.ndarray, empty: np.ndarray, dropping: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """The fold's (training list, test list) as evaluated: sorted positions, without the
     empty documents in "drop" mode."""
     train = np.sort(np.asarray(train_pos, dtype=np.int64))
@@ -229,8 +239,13 @@ def _fold_lists(train_pos: np.ndarray, test_pos: np.ndarray, empty: np.ndarray,
     return train, test
 
 
-def evaluate_fold(distances: Distances, y: np.ndarray, train_pos: np.ndarray,
-                  test_pos: np.ndarray, settings: Mapping | None = None) -> list[dict]:
+def evaluate_fold(
+    distances: Distances,
+    y: np.ndarray,
+    train_pos: np.ndarray,
+    test_pos: np.ndarray,
+    settings: Mapping | None = None,
+) -> list[dict]:
     """Tune and test kNN and wkNN on one fold of one method.
 
     ``distances``: the method's distances over the variant's positions (for TF-IDF,
@@ -262,27 +277,47 @@ def evaluate_fold(distances: Distances, y: np.ndarray, train_pos: np.ndarray,
     # A query whose distances are all undefined is empty too, whatever the flags say.
     test_empty = empty[test] | (test_neighbours.index[:, 0] < 0)
     # "drop": the empty test documents that were removed; "error": those counted as errors
-    n_test_empty = (int(np.count_nonzero(empty[np.asarray(test_pos, dtype=np.int64)]))
-                    if dropping else int(np.count_nonzero(test_empty)))
+    n_test_empty = (
+        int(np.count_nonzero(empty[np.asarray(test_pos, dtype=np.int64)]))
+        if dropping
+        else int(np.count_nonzero(test_empty))
+    )
     results = []
 
     fit, val = splits["knn"]
     val_neighbours = distances.nearest(train[val], train[fit], max(ks))
     chosen_k, val_acc = best_k(val_neighbours.index, y_train[fit], y_train[val], ks)
     predictions = knn_predict(test_neighbours.index, y_train, chosen_k)
-    results.append(_fold_result("knn", chosen_k, val_acc, predictions, y_test, n_test_empty,
-                                _without_neighbour(val_neighbours, empty[train[val]]), 0))
+    results.append(
+        _fold_result(
+            "knn",
+            chosen_k,
+            val_acc,
+            predictions,
+            y_test,
+            n_test_empty,
+            _without_neighbour(val_neighbours, empty[train[val]]),
+            0,
+        )
+    )
 
     fit, val = splits["wknn"]
     val_neighbours = distances.nearest(train[val], train[fit], wknn_k)
-    chosen_gamma, val_acc = best_gamma(val_neighbours, y_train[fit], y_train[val],
-                                       wknn["gammas"])
+    chosen_gamma, val_acc = best_gamma(val_neighbours, y_train[fit], y_train[val], wknn["gammas"])
     nearest_k = Neighbours(test_neighbours.index[:, :wknn_k], test_neighbours.distance[:, :wknn_k])
     predictions, n_underflow = wknn_vote(nearest_k, y_train, chosen_gamma)
-    results.append(_fold_result("wknn", chosen_gamma, val_acc, predictions, y_test,
-                                n_test_empty,
-                                _without_neighbour(val_neighbours, empty[train[val]]),
-                                n_underflow))
+    results.append(
+        _fold_result(
+            "wknn",
+            chosen_gamma,
+            val_acc,
+            predictions,
+            y_test,
+            n_test_empty,
+            _without_neighbour(val_neighbours, empty[train[val]]),
+            n_underflow,
+        )
+    )
     return results
 
 
@@ -290,9 +325,16 @@ def _without_neighbour(neighbours: Neighbours, empty: np.ndarray) -> np.ndarray:
     return empty | (neighbours.index[:, 0] < 0)
 
 
-def _fold_result(classifier: str, param: float, val_accuracy: float, predictions: np.ndarray,
-                 y_test: np.ndarray, n_test_empty: int, val_empty: np.ndarray,
-                 n_underflow: int) -> dict:
+def _fold_result(
+    classifier: str,
+    param: float,
+    val_accuracy: float,
+    predictions: np.ndarray,
+    y_test: np.ndarray,
+    n_test_empty: int,
+    val_empty: np.ndarray,
+    n_underflow: int,
+) -> dict:
     return {
         "classifier": classifier,
         "param": float(param),
@@ -317,9 +359,13 @@ def _fold_work(n_train: int, n_test: int, settings: Mapping) -> int:
     return work
 
 
-def fold_distances(variant: Variant, method: Method, folds: list[tuple[np.ndarray, np.ndarray]],
-                   settings: Mapping | None = None,
-                   n_jobs: int = 1) -> Callable[[np.ndarray], Distances]:
+def fold_distances(
+    variant: Variant,
+    method: Method,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    settings: Mapping | None = None,
+    n_jobs: int = 1,
+) -> Callable[[np.ndarray], Distances]:
     """``training list -> Distances`` of ``method`` for :func:`evaluate_fold` over ``folds``.
 
     TF-IDF baselines depend on the fold (IDF of the training list as evaluated), so each
@@ -330,24 +376,27 @@ def fold_distances(variant: Variant, method: Method, folds: list[tuple[np.ndarra
     neighbours are ranked from slices of them (the same numbers, bit for bit).
     """
     if method.weighting == "tfidf" and not method.is_wmd:
-        return lambda training: method_distances(variant, method, training=training,
-                                                 n_jobs=n_jobs)
+        return lambda training: method_distances(variant, method, training=training, n_jobs=n_jobs)
     distances = method_distances(variant, method, n_jobs=n_jobs)
     if isinstance(distances, BaselineDistances) and folds:
         settings = complete_settings(settings)
         queries = np.unique(np.concatenate([np.concatenate(fold) for fold in folds]))
         training = np.unique(np.concatenate([train for train, _ in folds]))
-        per_fold_work = sum(_fold_work(len(train), len(test), settings)
-                            for train, test in folds)
+        per_fold_work = sum(_fold_work(len(train), len(test), settings) for train, test in folds)
         if len(queries) * len(training) < per_fold_work:  # not for one-fold data, e.g.
             distances.precompute(queries, training)
     return lambda training: distances
 
 
-def evaluate_dataset(documents: pa.Table, splits: pa.Table,
-                     wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                     settings: Mapping | None, dataset: str, variant: str,
-                     n_jobs: int = 1) -> pa.Table:
+def evaluate_dataset(
+    documents: pa.Table,
+    splits: pa.Table,
+    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    settings: Mapping | None,
+    dataset: str,
+    variant: str,
+    n_jobs: int = 1,
+) -> pa.Table:
     """SCORES rows for every method x classifier x fold of one dataset variant.
 
     ``documents``, ``splits``: DOCUMENTS and SPLITS tables; ``wmd_matrices`` maps a WMD
@@ -363,8 +412,13 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
         raise io.WmdevalError(f"{dataset}/{variant}: negative label codes in documents")
     no_words = data.no_words
     if no_words.any():
-        log.warning("%s/%s: %d document(s) without words (doc_id %s)", dataset, variant,
-                    int(no_words.sum()), _preview(data.doc_ids[no_words]))
+        log.warning(
+            "%s/%s: %d document(s) without words (doc_id %s)",
+            dataset,
+            variant,
+            int(no_words.sum()),
+            _preview(data.doc_ids[no_words]),
+        )
     for method in WMD_METHODS:
         if method.slug not in data.wmd:
             log.info("%s/%s: no %s distances given, skipped", dataset, variant, method.name)
@@ -375,19 +429,28 @@ def evaluate_dataset(documents: pa.Table, splits: pa.Table,
         empty = data.empty(method)
         extra = empty & ~no_words
         if extra.any():
-            log.warning("%s/%s: %s is undefined for %d document(s) with words (doc_id %s); "
-                        "treated as empty", dataset, variant, method.name,
-                        int(extra.sum()), _preview(data.doc_ids[extra]))
+            log.warning(
+                "%s/%s: %s is undefined for %d document(s) with words (doc_id %s); "
+                "treated as empty",
+                dataset,
+                variant,
+                method.name,
+                int(extra.sum()),
+                _preview(data.doc_ids[extra]),
+            )
         distances_for = fold_distances(data, method, data.folds, settings, n_jobs)
         method_rows = [
             {"dataset": dataset, "variant": variant, "method": method.name, "fold": fold, **result}
             for fold, (train_pos, test_pos) in enumerate(data.folds)
             for result in evaluate_fold(
-                distances_for(_fold_lists(train_pos, test_pos, empty, dropping)[0]), y,
-                train_pos, test_pos, settings)
+                distances_for(_fold_lists(train_pos, test_pos, empty, dropping)[0]),
+                y,
+                train_pos,
+                test_pos,
+                settings,
+            )
         ]
-        _log_method(f"{dataset}/{variant} {method.name}", method_rows,
-                    settings["empty_documents"])
+        _log_method(f"{dataset}/{variant} {method.name}", method_rows, settings["empty_documents"])
         rows += method_rows
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
     return pa.table(columns).cast(schemas.SCORES)
@@ -403,22 +466,37 @@ def _log_method(where: str, rows: list[dict], mode: str) -> None:
     knn = [r for r in rows if r["classifier"] == "knn"]
     if any(r["n_test_empty"] or r["n_val_empty"] for r in knn):
         action = "dropped" if mode == "drop" else "counted as errors"
-        log.info("%s: empty test documents per fold %s (%s); empty validation documents per "
-                 "fold %s", where, [r["n_test_empty"] for r in knn], action,
-                 [r["n_val_empty"] for r in knn])
+        log.info(
+            "%s: empty test documents per fold %s (%s); empty validation documents per fold %s",
+            where,
+            [r["n_test_empty"] for r in knn],
+            action,
+            [r["n_val_empty"] for r in knn],
+        )
     wknn = [r for r in rows if r["classifier"] == "wknn"]
     n_underflow = sum(r["n_underflow"] for r in wknn)
     if n_underflow:
-        log.warning("%s wkNN: the naive weights exp(-d/gamma) of all neighbours underflow to "
-                    "0 for %d of %d test documents over %d fold(s) (gammas %s); weights are "
-                    "shifted by the nearest distance, so these still get a prediction", where,
-                    n_underflow, sum(r["n_test"] for r in wknn), len(wknn),
-                    [r["param"] for r in wknn])
+        log.warning(
+            "%s wkNN: the naive weights exp(-d/gamma) of all neighbours underflow to "
+            "0 for %d of %d test documents over %d fold(s) (gammas %s); weights are "
+            "shifted by the nearest distance, so these still get a prediction",
+            where,
+            n_underflow,
+            sum(r["n_test"] for r in wknn),
+            len(wknn),
+            [r["param"] for r in wknn],
+        )
 
 
-def run_evaluate(documents_path: str | os.PathLike, splits_path: str | os.PathLike,
-                 wmd_paths: Mapping[str, str | os.PathLike], settings: Mapping | None,
-                 dataset: str, variant: str, out_path: str | os.PathLike) -> pa.Table:
+def run_evaluate(
+    documents_path: str | os.PathLike,
+    splits_path: str | os.PathLike,
+    wmd_paths: Mapping[str, str | os.PathLike],
+    settings: Mapping | None,
+    dataset: str,
+    variant: str,
+    out_path: str | os.PathLike,
+) -> pa.Table:
     """Read the inputs (DOCUMENTS, SPLITS, WMD slug -> DISTANCES file), evaluate, write
     SCORES atomically to ``out_path``; returns the table written."""
     documents = io.read_documents(documents_path)
@@ -430,7 +508,20 @@ def run_evaluate(documents_path: str | os.PathLike, splits_path: str | os.PathLi
 
 
 __all__ = [
-    "NO_PREDICTION", "rank_neighbours", "knn_predict", "wknn_predict", "wknn_vote", "accuracy",
-    "select_k", "best_k", "select_gamma", "best_gamma", "validation_split", "complete_settings",
-    "evaluate_fold", "fold_distances", "evaluate_dataset", "run_evaluate",
+    "NO_PREDICTION",
+    "rank_neighbours",
+    "knn_predict",
+    "wknn_predict",
+    "wknn_vote",
+    "accuracy",
+    "select_k",
+    "best_k",
+    "select_gamma",
+    "best_gamma",
+    "validation_split",
+    "complete_settings",
+    "evaluate_fold",
+    "fold_distances",
+    "evaluate_dataset",
+    "run_evaluate",
 ]

@@ -35,30 +35,34 @@ from .vocabulary import select_variant
 log = logging.getLogger("wmdeval.cleaning.duplicates")
 
 #: The per-dataset report (``duplicates/summary.parquet``): one row per variant.
-SUMMARY = pa.schema([
-    pa.field("dataset", pa.string()),
-    pa.field("variant", pa.string()),
-    pa.field("documents", pa.int64()),
-    pa.field("duplicate_pairs", pa.int64()),
-    pa.field("duplicate_samples", pa.int64()),
-    pa.field("groups", pa.int64()),
-    pa.field("largest_group", pa.int64()),
-    pa.field("pairs_different_labels", pa.int64()),
-    pa.field("pairs_across_train_test_any_fold", pa.int64()),
-    pa.field("pairs_across_train_test_per_fold", pa.list_(pa.int64())),
-])
+SUMMARY = pa.schema(
+    [
+        pa.field("dataset", pa.string()),
+        pa.field("variant", pa.string()),
+        pa.field("documents", pa.int64()),
+        pa.field("duplicate_pairs", pa.int64()),
+        pa.field("duplicate_samples", pa.int64()),
+        pa.field("groups", pa.int64()),
+        pa.field("largest_group", pa.int64()),
+        pa.field("pairs_different_labels", pa.int64()),
+        pa.field("pairs_across_train_test_any_fold", pa.int64()),
+        pa.field("pairs_across_train_test_per_fold", pa.list_(pa.int64())),
+    ]
+)
 
 #: Optional near-duplicate report (``duplicates/near.parquet``), sorted by (doc_a, doc_b).
-NEAR_DUPLICATES = pa.schema([
-    pa.field("doc_a", pa.int32()),
-    pa.field("doc_b", pa.int32()),
-    pa.field("l1_distance", pa.float64()),
-    pa.field("label_a", pa.string()),
-    pa.field("label_b", pa.string()),
-])
+NEAR_DUPLICATES = pa.schema(
+    [
+        pa.field("doc_a", pa.int32()),
+        pa.field("doc_b", pa.int32()),
+        pa.field("l1_distance", pa.float64()),
+        pa.field("label_a", pa.string()),
+        pa.field("label_b", pa.string()),
+    ]
+)
 
 NOT_A_DUPLICATE = -1
-TRAIN, TEST = 1, 2   # fold membership states; 0 = not in the fold
+TRAIN, TEST = 1, 2  # fold membership states; 0 = not in the fold
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -66,12 +70,12 @@ TRAIN, TEST = 1, 2   # fold membership states; 0 = not in the fold
 class Corpus:
     """DOCUMENTS flattened to numpy: document ``d`` owns entries ``offsets[d]:offsets[d+1]``."""
 
-    doc_ids: np.ndarray       # int64 [n], in table order
-    labels: np.ndarray        # int64 [n], codes into label_names
-    label_names: np.ndarray   # str [labels]
-    offsets: np.ndarray       # int64 [n + 1]
-    word_ids: np.ndarray      # int64 [entries], codes of the words (same word = same code)
-    counts: np.ndarray        # float64 [entries]
+    doc_ids: np.ndarray  # int64 [n], in table order
+    labels: np.ndarray  # int64 [n], codes into label_names
+    label_names: np.ndarray  # str [labels]
+    offsets: np.ndarray  # int64 [n + 1]
+    word_ids: np.ndarray  # int64 [entries], codes of the words (same word = same code)
+    counts: np.ndarray  # float64 [entries]
 
     @property
     def lengths(self) -> np.ndarray:
@@ -160,8 +164,9 @@ def bags_equal(corpus: Corpus, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     same_length = np.flatnonzero(equal)
     entries_a, pair = concatenated_ranges(corpus.offsets[a[same_length]], lengths[a[same_length]])
     entries_b, _ = concatenated_ranges(corpus.offsets[b[same_length]], lengths[b[same_length]])
-    differs = ((corpus.word_ids[entries_a] != corpus.word_ids[entries_b])
-               | (corpus.counts[entries_a] != corpus.counts[entries_b]))
+    differs = (corpus.word_ids[entries_a] != corpus.word_ids[entries_b]) | (
+        corpus.counts[entries_a] != corpus.counts[entries_b]
+    )
     mismatches = np.bincount(pair[differs], minlength=len(same_length))
     equal[same_length] = mismatches == 0
     return equal
@@ -254,7 +259,8 @@ def kept_documents(doc_ids: np.ndarray, groups: list[np.ndarray], seed: int) -> 
     if groups:
         members = np.concatenate(groups)
         group_numbers[positions_of(doc_ids, members, "duplicate groups")] = np.repeat(
-            np.arange(len(groups)), [len(g) for g in groups])
+            np.arange(len(groups)), [len(g) for g in groups]
+        )
     return doc_ids[survivor_mask(group_numbers, seed)]
 
 
@@ -273,8 +279,9 @@ def fold_states(corpus: Corpus, splits: pa.Table) -> np.ndarray:
     if not np.all(is_test | is_train):
         raise WmdevalError("splits: 'subset' must be 'train' or 'test'")
     fold_values, fold = np.unique(folds, return_inverse=True)
-    rows = positions_of(corpus.doc_ids, splits.column("doc_id").to_numpy().astype(np.int64),
-                        "splits")
+    rows = positions_of(
+        corpus.doc_ids, splits.column("doc_id").to_numpy().astype(np.int64), "splits"
+    )
     states = np.zeros((len(corpus), len(fold_values)), dtype=np.int8)
     states[rows, fold] = np.where(is_test, TEST, TRAIN)
     return states
@@ -311,8 +318,9 @@ def crossing_pairs_any_fold(group: np.ndarray, states: np.ndarray) -> int:
     return int((size[first[owner]] * size[second])[crosses].sum())
 
 
-def summarise(corpus: Corpus, group_numbers: np.ndarray, splits: pa.Table, dataset: str,
-              variant: str) -> dict:
+def summarise(
+    corpus: Corpus, group_numbers: np.ndarray, splits: pa.Table, dataset: str, variant: str
+) -> dict:
     """The Table 1 counts and their diagnostics for one dataset variant."""
     members = np.flatnonzero(group_numbers >= 0)
     group = group_numbers[members]
@@ -331,8 +339,9 @@ def summarise(corpus: Corpus, group_numbers: np.ndarray, splits: pa.Table, datas
         "largest_group": int(sizes.max()) if n_groups else 0,
         "pairs_different_labels": pair_count(sizes) - pair_count(same_label_sizes),
         "pairs_across_train_test_any_fold": crossing_pairs_any_fold(group, member_states),
-        "pairs_across_train_test_per_fold":
-            crossing_pairs_per_fold(group, member_states, n_groups).tolist(),
+        "pairs_across_train_test_per_fold": crossing_pairs_per_fold(
+            group, member_states, n_groups
+        ).tolist(),
     }
 
 
@@ -340,12 +349,15 @@ def groups_table(corpus: Corpus, group_numbers: np.ndarray, keep: np.ndarray) ->
     """DUPLICATE_GROUPS: every document that has a duplicate, by group then doc_id."""
     members = np.flatnonzero(group_numbers >= 0)
     rows = members[np.lexsort((corpus.doc_ids[members], group_numbers[members]))]
-    return pa.table({
-        "group": pa.array(group_numbers[rows].astype(np.int32)),
-        "doc_id": pa.array(corpus.doc_ids[rows].astype(np.int32)),
-        "label": pa.array(corpus.label_names[corpus.labels[rows]].tolist(), pa.string()),
-        "kept": pa.array(keep[rows]),
-    }, schema=schemas.DUPLICATE_GROUPS)
+    return pa.table(
+        {
+            "group": pa.array(group_numbers[rows].astype(np.int32)),
+            "doc_id": pa.array(corpus.doc_ids[rows].astype(np.int32)),
+            "label": pa.array(corpus.label_names[corpus.labels[rows]].tolist(), pa.string()),
+            "kept": pa.array(keep[rows]),
+        },
+        schema=schemas.DUPLICATE_GROUPS,
+    )
 
 
 # ----------------------------------------------------------------------------- near duplicates
@@ -376,8 +388,9 @@ def prefix_entries(corpus: Corpus, max_l1: float) -> np.ndarray:
     owner = np.repeat(np.arange(len(corpus)), lengths)
     document_frequency = np.bincount(corpus.word_ids)
     word_rank = np.empty(len(document_frequency), dtype=np.int64)
-    word_rank[np.lexsort((np.arange(len(document_frequency)), document_frequency))] = (
-        np.arange(len(document_frequency)))
+    word_rank[np.lexsort((np.arange(len(document_frequency)), document_frequency))] = np.arange(
+        len(document_frequency)
+    )
     # Each document's entries, rarest word first (rare words keep the inverted lists of
     # candidate_pairs short); documents stay in place, so offsets still delimit them.
     # One int64 key (document, rank) sorts faster than a two-key lexsort.
@@ -405,8 +418,9 @@ def candidate_pairs(corpus: Corpus, max_l1: float) -> tuple[np.ndarray, np.ndarr
     return keys // max(len(corpus), 1), keys % max(len(corpus), 1)
 
 
-def pair_batches(first: np.ndarray, second_lengths: np.ndarray, max_firsts: int,
-                 max_entries: int) -> Iterator[slice]:
+def pair_batches(
+    first: np.ndarray, second_lengths: np.ndarray, max_firsts: int, max_entries: int
+) -> Iterator[slice]:
     """Consecutive slices of pairs (sorted by their ``first`` document) with at most
     ``max_firsts`` distinct first documents and about ``max_entries`` words of second
     documents each (at least one pair, however long)."""
@@ -439,16 +453,14 @@ def l1_distances(corpus: Corpus, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dense = np.zeros((min(rows_per_batch, len(a)), vocabulary_size))
     distances = np.empty(len(a))
     by_first = np.argsort(a, kind="stable")
-    for batch in pair_batches(a[by_first], lengths[b[by_first]], rows_per_batch,
-                              ENTRIES_PER_BATCH):
+    for batch in pair_batches(a[by_first], lengths[b[by_first]], rows_per_batch, ENTRIES_PER_BATCH):
         pairs = by_first[batch]
         firsts, row_of_pair = np.unique(a[pairs], return_inverse=True)
         spread, row = concatenated_ranges(corpus.offsets[firsts], lengths[firsts])
         dense[row, corpus.word_ids[spread]] = weights[spread]
         second, pair = concatenated_ranges(corpus.offsets[b[pairs]], lengths[b[pairs]])
         p = dense[row_of_pair[pair], corpus.word_ids[second]]
-        excess = np.bincount(pair, weights=np.abs(p - weights[second]) - p,
-                             minlength=len(pairs))
+        excess = np.bincount(pair, weights=np.abs(p - weights[second]) - p, minlength=len(pairs))
         # clipped: rounding may leave -1e-17 for proportional bags
         distances[pairs] = np.maximum(mass[a[pairs]] + excess, 0.0)
         dense[row, corpus.word_ids[spread]] = 0.0
@@ -472,27 +484,31 @@ def near_duplicate_pairs(corpus: Corpus, group_numbers: np.ndarray, max_l1: floa
     row_b = np.where(id_a < id_b, b[near], a[near])
     order = np.lexsort((corpus.doc_ids[row_b], corpus.doc_ids[row_a]))
     row_a, row_b = row_a[order], row_b[order]
-    return pa.table({
-        "doc_a": pa.array(corpus.doc_ids[row_a].astype(np.int32)),
-        "doc_b": pa.array(corpus.doc_ids[row_b].astype(np.int32)),
-        "l1_distance": pa.array(distance[near][order]),
-        "label_a": pa.array(corpus.label_names[corpus.labels[row_a]].tolist(), pa.string()),
-        "label_b": pa.array(corpus.label_names[corpus.labels[row_b]].tolist(), pa.string()),
-    }, schema=NEAR_DUPLICATES)
+    return pa.table(
+        {
+            "doc_a": pa.array(corpus.doc_ids[row_a].astype(np.int32)),
+            "doc_b": pa.array(corpus.doc_ids[row_b].astype(np.int32)),
+            "l1_distance": pa.array(distance[near][order]),
+            "label_a": pa.array(corpus.label_names[corpus.labels[row_a]].tolist(), pa.string()),
+            "label_b": pa.array(corpus.label_names[corpus.labels[row_b]].tolist(), pa.string()),
+        },
+        schema=NEAR_DUPLICATES,
+    )
 
 
 # ----------------------------------------------------------------------------- entry
 @dataclass(frozen=True)
 class DuplicateReport:
-    groups: pa.Table          # DUPLICATE_GROUPS
-    summary: pa.Table         # SUMMARY: the original and the clean row
-    kept: np.ndarray          # doc ids of the clean variant, in table order
-    corpus: Corpus            # the original documents, flattened
+    groups: pa.Table  # DUPLICATE_GROUPS
+    summary: pa.Table  # SUMMARY: the original and the clean row
+    kept: np.ndarray  # doc ids of the clean variant, in table order
+    corpus: Corpus  # the original documents, flattened
     group_numbers: np.ndarray
 
 
-def duplicate_report(documents: pa.Table, splits: pa.Table, dataset: str,
-                     seed: int) -> DuplicateReport:
+def duplicate_report(
+    documents: pa.Table, splits: pa.Table, dataset: str, seed: int
+) -> DuplicateReport:
     corpus = flatten_documents(documents)
     group_numbers = duplicate_group_numbers(corpus)
     keep = survivor_mask(group_numbers, seed)
@@ -501,30 +517,52 @@ def duplicate_report(documents: pa.Table, splits: pa.Table, dataset: str,
     # select-variant stage builds it), so its zero duplicate pairs check the cleaning.
     clean_documents, clean_splits = select_variant(documents, splits, kept)
     clean = flatten_documents(clean_documents)
-    rows = [summarise(corpus, group_numbers, splits, dataset, "original"),
-            summarise(clean, duplicate_group_numbers(clean), clean_splits, dataset, "clean")]
+    rows = [
+        summarise(corpus, group_numbers, splits, dataset, "original"),
+        summarise(clean, duplicate_group_numbers(clean), clean_splits, dataset, "clean"),
+    ]
     if rows[1]["duplicate_pairs"]:
-        raise RuntimeError(f"{dataset}: the clean variant still has "
-                           f"{rows[1]['duplicate_pairs']} duplicate pairs")
-    return DuplicateReport(groups=groups_table(corpus, group_numbers, keep),
-                           summary=pa.Table.from_pylist(rows, schema=SUMMARY), kept=kept,
-                           corpus=corpus, group_numbers=group_numbers)
+        raise RuntimeError(
+            f"{dataset}: the clean variant still has {rows[1]['duplicate_pairs']} duplicate pairs"
+        )
+    return DuplicateReport(
+        groups=groups_table(corpus, group_numbers, keep),
+        summary=pa.Table.from_pylist(rows, schema=SUMMARY),
+        kept=kept,
+        corpus=corpus,
+        group_numbers=group_numbers,
+    )
 
 
-def run_duplicates(documents_path: str, splits_path: str, dataset: str, seed: int,
-                   groups_path: str, summary_path: str, kept_path: str,
-                   near_path: str | None = None, near_max_l1: float | None = None) -> None:
+def run_duplicates(
+    documents_path: str,
+    splits_path: str,
+    dataset: str,
+    seed: int,
+    groups_path: str,
+    summary_path: str,
+    kept_path: str,
+    near_path: str | None = None,
+    near_max_l1: float | None = None,
+) -> None:
     """Write the duplicate groups, the two-row summary and the survivors' doc ids; with
     ``near_path``, also the near-duplicate pairs (of the original variant) within L1
     distance ``near_max_l1`` (``duplicates.near.max_l1`` of the config)."""
     if near_path and near_max_l1 is None:
         raise WmdevalError("near-duplicate pairs need their largest L1 distance (near_max_l1)")
-    report = duplicate_report(read_documents(documents_path), read_splits(splits_path), dataset,
-                              seed)
+    report = duplicate_report(
+        read_documents(documents_path), read_splits(splits_path), dataset, seed
+    )
     original = report.summary.to_pylist()[0]
-    log.info("%s: %d duplicate pairs, %d duplicate samples in %d groups; %d of %d documents kept",
-             dataset, original["duplicate_pairs"], original["duplicate_samples"],
-             original["groups"], len(report.kept), original["documents"])
+    log.info(
+        "%s: %d duplicate pairs, %d duplicate samples in %d groups; %d of %d documents kept",
+        dataset,
+        original["duplicate_pairs"],
+        original["duplicate_samples"],
+        original["groups"],
+        len(report.kept),
+        original["documents"],
+    )
     near = None
     if near_path:
         near = near_duplicate_pairs(report.corpus, report.group_numbers, near_max_l1)

@@ -18,8 +18,9 @@ from ..core import schemas
 from ..core.io import WmdevalError, read_documents, read_splits, read_table, write_table
 
 
-def filter_documents(documents: pa.Table, known: set[str], min_df: int = 1,
-                     max_words_per_doc: int | None = None) -> tuple[pa.Table, dict]:
+def filter_documents(
+    documents: pa.Table, known: set[str], min_df: int = 1, max_words_per_doc: int | None = None
+) -> tuple[pa.Table, dict]:
     """Keep words that the embedding knows and that occur in >= min_df documents, then at
     most ``max_words_per_doc`` distinct words per document (most frequent first, ties
     alphabetical). Returns the filtered DOCUMENTS and the report counts."""
@@ -69,18 +70,28 @@ def filter_documents(documents: pa.Table, known: set[str], min_df: int = 1,
     return filtered, report
 
 
-def select_variant(documents: pa.Table, splits: pa.Table,
-                   kept: np.ndarray | None) -> tuple[pa.Table, pa.Table]:
+def select_variant(
+    documents: pa.Table, splits: pa.Table, kept: np.ndarray | None
+) -> tuple[pa.Table, pa.Table]:
     """Restrict documents and every split to the kept doc ids (None = keep all)."""
     if kept is None:
         return documents, splits
     kept_ids = pa.array(np.asarray(kept, dtype=np.int32))
-    return (documents.filter(pc.is_in(documents.column("doc_id"), kept_ids)),
-            splits.filter(pc.is_in(splits.column("doc_id"), kept_ids)))
+    return (
+        documents.filter(pc.is_in(documents.column("doc_id"), kept_ids)),
+        splits.filter(pc.is_in(splits.column("doc_id"), kept_ids)),
+    )
 
 
-def run_filter(documents_path: str, embeddings_path: str, dataset: str, min_df: int,
-               max_words_per_doc: int | None, out_documents: str, out_report: str) -> None:
+def run_filter(
+    documents_path: str,
+    embeddings_path: str,
+    dataset: str,
+    min_df: int,
+    max_words_per_doc: int | None,
+    out_documents: str,
+    out_report: str,
+) -> None:
     documents = read_documents(documents_path)
     embeddings = read_table(embeddings_path)
     known = set(embeddings.column("word").to_pylist())
@@ -91,12 +102,18 @@ def run_filter(documents_path: str, embeddings_path: str, dataset: str, min_df: 
     write_table(pa.Table.from_pylist([{"dataset": dataset, **report}]), out_report)
 
 
-def run_select(documents_path: str, splits_path: str, out_documents: str, out_splits: str,
-               kept_path: str | None = None) -> None:
+def run_select(
+    documents_path: str,
+    splits_path: str,
+    out_documents: str,
+    out_splits: str,
+    kept_path: str | None = None,
+) -> None:
     """Write a variant's documents and splits: those of ``kept_path``'s doc ids (the clean
     variant's survivors), or all of them without it (the original variant)."""
     kept = read_table(kept_path).column("doc_id").to_numpy() if kept_path else None
-    documents, splits = select_variant(read_documents(documents_path), read_splits(splits_path),
-                                       kept)
+    documents, splits = select_variant(
+        read_documents(documents_path), read_splits(splits_path), kept
+    )
     write_table(documents, out_documents, schemas.DOCUMENTS)
     write_table(splits, out_splits, schemas.SPLITS)

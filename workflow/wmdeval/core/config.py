@@ -80,7 +80,8 @@ def defaults(*keys: str) -> Any:
     # Validating against the key's own schema (with the root's definitions) fills the
     # defaults of its nested keys.
     _with_defaults(jsonschema.Draft202012Validator)(
-        {**sub, "$defs": schema.get("$defs", {})}).validate(value)
+        {**sub, "$defs": schema.get("$defs", {})}
+    ).validate(value)
     return value
 
 
@@ -283,5 +284,7 @@ def missing_local_files(config: dict[str, Any], source: str = "config") -> None:
     """Raise WmdevalError naming the first local input file of the run that is absent."""
     for key, path in local_files(config):
         if not Path(path).is_file():
-            raise WmdevalError(f"{source}: {key}: {path}: no such file (paths are relative "
-                               "to the working directory)")
+            raise WmdevalError(
+                f"{source}: {key}: {path}: no such file (paths are relative "
+                "to the working directory)"
+            )

@@ -34,29 +34,39 @@ def _sample(positions: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarr
     return np.sort(rng.choice(positions, size=m, replace=False))
 
 
-def comparisons(corpus: Variant, m: int, seed: int,
-                class_fold: int | None = None) -> list[Comparison]:
+def comparisons(
+    corpus: Variant, m: int, seed: int, class_fold: int | None = None
+) -> list[Comparison]:
     """Every pair of classes, then train vs test of every fold, each group a seeded
     sample of up to ``m`` documents with words (the same samples for every method).
 
     Classes come from all documents (``class_fold`` None) or that fold's training set.
     """
     has_words = ~corpus.no_words
-    scope = (np.arange(len(corpus.doc_ids)) if class_fold is None
-             else corpus.training(class_fold))
+    scope = np.arange(len(corpus.doc_ids)) if class_fold is None else corpus.training(class_fold)
     scope = scope[has_words[scope]]
     out = []
     labels = sorted(set(corpus.labels[scope].tolist()))
     for index, (a, b) in enumerate(itertools.combinations(labels, 2)):
         rng = np.random.default_rng([seed, 0, index])
-        out.append(Comparison(f"{a} vs {b}", class_fold,
-                              _sample(scope[corpus.labels[scope] == a], m, rng),
-                              _sample(scope[corpus.labels[scope] == b], m, rng)))
+        out.append(
+            Comparison(
+                f"{a} vs {b}",
+                class_fold,
+                _sample(scope[corpus.labels[scope] == a], m, rng),
+                _sample(scope[corpus.labels[scope] == b], m, rng),
+            )
+        )
     for fold, (train, test) in enumerate(corpus.folds):
         rng = np.random.default_rng([seed, 1, fold])
-        out.append(Comparison(f"{SPLIT_COMPARISON} fold {fold}", fold,
-                              _sample(train[has_words[train]], m, rng),
-                              _sample(test[has_words[test]], m, rng)))
+        out.append(
+            Comparison(
+                f"{SPLIT_COMPARISON} fold {fold}",
+                fold,
+                _sample(train[has_words[train]], m, rng),
+                _sample(test[has_words[test]], m, rng),
+            )
+        )
     return out
 
 

@@ -64,8 +64,11 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.T
     return table
 
 
-def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema,
-                expected: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
+def read_tables(
+    paths: Sequence[str | os.PathLike],
+    schema: pa.Schema,
+    expected: Mapping[str, Sequence[str]] | None = None,
+) -> pa.Table:
     """Parquet files with ``schema``'s columns, cast to it and concatenated in order (an
     empty table of ``schema`` for no paths): the per-variant results a table job combines.
 
@@ -81,8 +84,12 @@ def read_tables(paths: Sequence[str | os.PathLike], schema: pa.Schema,
     return table
 
 
-def write_distances(matrix: np.ndarray, doc_ids: np.ndarray, path: str | os.PathLike,
-                    metadata: dict[str, str] | None = None) -> None:
+def write_distances(
+    matrix: np.ndarray,
+    doc_ids: np.ndarray,
+    path: str | os.PathLike,
+    metadata: dict[str, str] | None = None,
+) -> None:
     """Write a square matrix as a DISTANCES table (float32 on disk)."""
     n = len(doc_ids)
     if matrix.shape != (n, n):

@@ -87,6 +87,6 @@ def method_by_slug(slug: str) -> Method:
     """One of the 14 methods, or a PCA WMD ("wmd-pca5")."""
     if slug in BY_SLUG:
         return BY_SLUG[slug]
-    if slug.startswith("wmd-pca") and slug[len("wmd-pca"):].isdigit():
-        return pca_wmd(int(slug[len("wmd-pca"):]))
+    if slug.startswith("wmd-pca") and slug[len("wmd-pca") :].isdigit():
+        return pca_wmd(int(slug[len("wmd-pca") :]))
     raise KeyError(f"unknown method {slug!r}")

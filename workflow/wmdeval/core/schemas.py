@@ -21,8 +21,11 @@ DOCUMENTS = pa.schema(
     [
         _field("doc_id", pa.int32(), "0-based document id, stable across all stages"),
         _field("label", pa.string(), "class label as written in the source"),
-        _field("y", pa.int32(),
-               "label code: index of `label` in the label names, by value if all are numbers"),
+        _field(
+            "y",
+            pa.int32(),
+            "label code: index of `label` in the label names, by value if all are numbers",
+        ),
         _field("words", pa.list_(pa.string()), "distinct words of the document, sorted"),
         _field("counts", pa.list_(pa.float64()), "count of each word in `words` (> 0)"),
     ]
@@ -37,14 +40,16 @@ SPLITS = pa.schema(
     ]
 )
 
+
 #: The dataset's vocabulary looked up in its embedding (``vectors/embeddings.parquet``):
 #: only words of the corpus that the embedding knows, sorted by word.
 def embeddings_schema(dim: int) -> pa.Schema:
     return pa.schema(
         [
             _field("word", pa.string(), "the word"),
-            _field("vector", pa.list_(pa.float32(), dim),
-                   "embedding (L2-normalised if configured)"),
+            _field(
+                "vector", pa.list_(pa.float32(), dim), "embedding (L2-normalised if configured)"
+            ),
             _field("norm", pa.float32(), "L2 norm of the vector as read, before normalisation"),
         ]
     )
@@ -112,8 +117,11 @@ N2O = pa.schema(
         _field("fold", pa.int16(), "0-based fold"),
         _field("n2o", pa.float64(), "mean over queries of |kNN_a ∩ kNN_b| / k, in [0, 1]"),
         _field("queries", pa.int32(), "queries averaged over"),
-        _field("empty_queries", pa.int32(),
-               "sampled queries skipped: undefined distances under some method"),
+        _field(
+            "empty_queries",
+            pa.int32(),
+            "sampled queries skipped: undefined distances under some method",
+        ),
     ]
 )
 
@@ -125,8 +133,7 @@ CROSSMATCH = pa.schema(
         _field("dataset", pa.string(), "dataset name from the config"),
         _field("variant", pa.string(), "'original' or 'clean'"),
         _field("method", pa.string(), "paper name of the document distance"),
-        _field("comparison", pa.string(),
-               "'<class a> vs <class b>' or 'train vs test fold <f>'"),
+        _field("comparison", pa.string(), "'<class a> vs <class b>' or 'train vs test fold <f>'"),
         _field("n1", pa.int32(), "documents of the first group used"),
         _field("n2", pa.int32(), "documents of the second group used"),
         _field("a1", pa.int32(), "crossmatches: matched pairs with one document of each group"),
@@ -148,8 +155,11 @@ CORPUS_DISTANCES = pa.schema(
         _field("n2", pa.int32(), "documents of the second group"),
         _field("mean_between", pa.float64(), "mean document distance between the groups"),
         _field("energy", pa.float64(), "energy distance statistic (self-pairs included)"),
-        _field("energy_coefficient", pa.float64(),
-               "energy / (2 mean_between): scale-free, 0 = same distribution"),
+        _field(
+            "energy_coefficient",
+            pa.float64(),
+            "energy / (2 mean_between): scale-free, 0 = same distribution",
+        ),
         _field("ahd", pa.float64(), "average Hausdorff distance"),
         _field("ahd_relative", pa.float64(), "ahd / mean_between: scale-free"),
     ]
@@ -171,8 +181,11 @@ KSC = pa.schema(
         _field("j", pa.int32(), "second corpus (j > i)"),
         _field("separation", pa.int32(), "j - i"),
         _field("distance", pa.float64(), "corpus distance between corpora i and j"),
-        _field("standardised", pa.float64(),
-               "distance z-scored over all rows of the method and measure (ddof = 1)"),
+        _field(
+            "standardised",
+            pa.float64(),
+            "distance z-scored over all rows of the method and measure (ddof = 1)",
+        ),
     ]
 )
 
@@ -185,15 +198,26 @@ WMD_VS_BOW = pa.schema(
         _field("variant", pa.string(), "'original' or 'clean'"),
         _field("method_a", pa.string(), "the WMD method: 'WMD' or 'WMD-TF-IDF'"),
         _field("method_b", pa.string(), "the baseline: 'BOW (L1/L1)' or 'TF-IDF (L1/L1)'"),
-        _field("pearson", pa.float64(), "Pearson's correlation over all pairs i < j "
-                                        "(TF-IDF: mean over folds); NaN if undefined"),
-        _field("spearman", pa.float64(), "Spearman's correlation over a seeded sample of "
-                                         "pairs (TF-IDF: mean over folds); NaN if undefined"),
+        _field(
+            "pearson",
+            pa.float64(),
+            "Pearson's correlation over all pairs i < j "
+            "(TF-IDF: mean over folds); NaN if undefined",
+        ),
+        _field(
+            "spearman",
+            pa.float64(),
+            "Spearman's correlation over a seeded sample of "
+            "pairs (TF-IDF: mean over folds); NaN if undefined",
+        ),
         _field("spearman_pairs", pa.int64(), "pairs behind spearman"),
         _field("pairs", pa.int64(), "pairs i < j where both distances are defined"),
-        _field("nn_agreement", pa.float64(),
-               "mean over folds of the share of test documents with the same nearest "
-               "training document under both methods"),
+        _field(
+            "nn_agreement",
+            pa.float64(),
+            "mean over folds of the share of test documents with the same nearest "
+            "training document under both methods",
+        ),
         _field("nn_agreement_per_fold", pa.list_(pa.float64()), "the share per fold"),
     ]
 )

@@ -56,8 +56,9 @@ def positions(doc_ids: np.ndarray, wanted_ids: np.ndarray, what: str) -> np.ndar
     inside[inside] = ordered[found[inside]] == wanted_ids[inside]
     if not inside.all():
         missing = wanted_ids[~inside]
-        raise WmdevalError(f"{what} lack {len(np.unique(missing))} document(s), e.g. doc_id "
-                           f"{int(missing[0])}")
+        raise WmdevalError(
+            f"{what} lack {len(np.unique(missing))} document(s), e.g. doc_id {int(missing[0])}"
+        )
     return order[found].astype(np.int64, copy=False)
 
 
@@ -185,8 +186,9 @@ class DenseDistances(Distances):
     value for it).
     """
 
-    def __init__(self, matrix: np.ndarray, empty: np.ndarray | None = None,
-                 what: str = "distances"):
+    def __init__(
+        self, matrix: np.ndarray, empty: np.ndarray | None = None, what: str = "distances"
+    ):
         matrix = np.asarray(matrix)
         if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
             raise WmdevalError(f"{what}: need a square matrix, got shape {matrix.shape}")
@@ -194,19 +196,29 @@ class DenseDistances(Distances):
         nan_per_row = _nan_per_row(matrix)
         all_nan = nan_per_row == len(matrix)
         if np.any(nan_per_row[~all_nan] != np.count_nonzero(all_nan)):
-            log.warning("%s have NaN outside the rows and columns of empty documents; "
-                        "those pairs are never neighbours", what)
+            log.warning(
+                "%s have NaN outside the rows and columns of empty documents; "
+                "those pairs are never neighbours",
+                what,
+            )
         super().__init__(all_nan if empty is None else all_nan | np.asarray(empty, dtype=bool))
 
     @classmethod
-    def from_matrix(cls, doc_ids: np.ndarray, matrix_ids: np.ndarray, matrix: np.ndarray,
-                    what: str, empty: np.ndarray | None = None) -> DenseDistances:
+    def from_matrix(
+        cls,
+        doc_ids: np.ndarray,
+        matrix_ids: np.ndarray,
+        matrix: np.ndarray,
+        what: str,
+        empty: np.ndarray | None = None,
+    ) -> DenseDistances:
         """A matrix whose rows and columns follow ``matrix_ids``, reordered once to
         ``doc_ids`` (the variant's order); ``what`` names it in errors."""
         matrix = np.asarray(matrix)
         if matrix.shape != (len(matrix_ids), len(matrix_ids)):
-            raise WmdevalError(f"{what}: matrix {matrix.shape} does not match "
-                               f"{len(matrix_ids)} doc ids")
+            raise WmdevalError(
+                f"{what}: matrix {matrix.shape} does not match {len(matrix_ids)} doc ids"
+            )
         index = positions(matrix_ids, doc_ids, what)
         if not np.array_equal(index, np.arange(len(matrix_ids))):
             matrix = matrix[np.ix_(index, index)]  # else: no copy of a possibly large matrix
@@ -235,8 +247,14 @@ class NeighbourTable(Distances):
     ``block`` pairs the table does not hold, it raises a WmdevalError.
     """
 
-    def __init__(self, queries: np.ndarray, index: np.ndarray, distance: np.ndarray,
-                 candidates: np.ndarray, empty: np.ndarray):
+    def __init__(
+        self,
+        queries: np.ndarray,
+        index: np.ndarray,
+        distance: np.ndarray,
+        candidates: np.ndarray,
+        empty: np.ndarray,
+    ):
         super().__init__(empty)
         self.queries = np.asarray(queries, dtype=np.int64)
         self.index = np.asarray(index, dtype=np.int64)
@@ -253,8 +271,9 @@ class NeighbourTable(Distances):
             raise ValueError("neighbour table: a neighbour is not among the candidates")
 
     @classmethod
-    def from_distances(cls, distances: Distances, queries: np.ndarray, candidates: np.ndarray,
-                       k: int) -> NeighbourTable:
+    def from_distances(
+        cls, distances: Distances, queries: np.ndarray, candidates: np.ndarray, k: int
+    ) -> NeighbourTable:
         """The k nearest ``candidates`` of every query under ``distances``."""
         queries = np.unique(np.asarray(queries, dtype=np.int64))
         candidates = np.unique(np.asarray(candidates, dtype=np.int64))
@@ -274,16 +293,20 @@ class NeighbourTable(Distances):
             raise ValueError(f"k must be >= 1, got {k}")
         cols = np.asarray(cols, dtype=np.int64)
         if np.any(np.diff(cols) <= 0) or not np.isin(cols, self.candidates).all():
-            raise WmdevalError("neighbour table: nearest() needs sorted columns among the "
-                               "candidates the table was built from")
+            raise WmdevalError(
+                "neighbour table: nearest() needs sorted columns among the "
+                "candidates the table was built from"
+            )
         table = self._table_rows(np.asarray(rows, dtype=np.int64))
         index, distance = self.index[table], self.distance[table]
         wanted = np.isin(index, cols) & (index >= 0)
         kept = np.count_nonzero(wanted, axis=1)
         full = (index >= 0).all(axis=1)  # the row may have neighbours beyond its table
         if np.any(full & (kept < k)):
-            raise WmdevalError(f"neighbour table of {self.k} per query cannot give the {k} "
-                               "nearest of these columns for every row")
+            raise WmdevalError(
+                f"neighbour table of {self.k} per query cannot give the {k} "
+                "nearest of these columns for every row"
+            )
         out_index = np.full((len(index), k), -1, dtype=np.int64)
         out_distance = np.full((len(index), k), np.nan)
         # stable: the kept neighbours stay in table order (distance, then position)
@@ -292,7 +315,8 @@ class NeighbourTable(Distances):
         found = np.take_along_axis(index, order, axis=1)
         out_index[:, : order.shape[1]] = np.where(slots, np.searchsorted(cols, found), -1)
         out_distance[:, : order.shape[1]] = np.where(
-            slots, np.take_along_axis(distance, order, axis=1), np.nan)
+            slots, np.take_along_axis(distance, order, axis=1), np.nan
+        )
         return Neighbours(out_index, out_distance)
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -304,8 +328,10 @@ class NeighbourTable(Distances):
         held = match.any(axis=1)
         values = np.where(match, distance[:, :, None], 0.0).sum(axis=1)
         if np.any(~held[:, ~self.empty[cols]]):
-            raise WmdevalError("neighbour table: block() asks for pairs the table does not "
-                               "hold (it holds each query's nearest candidates only)")
+            raise WmdevalError(
+                "neighbour table: block() asks for pairs the table does not "
+                "hold (it holds each query's nearest candidates only)"
+            )
         out[inner] = np.where(held, values, np.nan)
         return out
 
@@ -343,8 +369,11 @@ class Variant:
     def methods(self) -> tuple[Method, ...]:
         """Methods with distances, in Table 2 order: every baseline and the WMD methods
         given a matrix; then WMD on PCA embeddings ("wmd-pca5") by dimension."""
-        extra = [method_by_slug(slug) for slug in sorted(self.wmd, key=_pca_dimension)
-                 if slug not in BY_SLUG]
+        extra = [
+            method_by_slug(slug)
+            for slug in sorted(self.wmd, key=_pca_dimension)
+            if slug not in BY_SLUG
+        ]
         return (*(m for m in METHODS if not m.is_wmd or m.slug in self.wmd), *extra)
 
     def empty(self, method: Method) -> np.ndarray:
@@ -366,6 +395,11 @@ class Variant:
 
 
 __all__ = [
-    "positions", "rank_neighbours", "Neighbours", "Distances", "DenseDistances",
-    "NeighbourTable", "Variant",
+    "positions",
+    "rank_neighbours",
+    "Neighbours",
+    "Distances",
+    "DenseDistances",
+    "NeighbourTable",
+    "Variant",
 ]

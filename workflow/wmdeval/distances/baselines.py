@@ -29,8 +29,9 @@ def count_matrix(documents: pa.Table) -> tuple[sp.csr_matrix, list[str]]:
     column = {w: c for c, w in enumerate(vocabulary)}
     indptr = np.zeros(len(words) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(ws) for ws in words])
-    indices = np.fromiter((column[w] for ws in words for w in ws), dtype=np.int32,
-                          count=int(indptr[-1]))
+    indices = np.fromiter(
+        (column[w] for ws in words for w in ws), dtype=np.int32, count=int(indptr[-1])
+    )
     data = np.fromiter((c for cs in counts for c in cs), dtype=np.float64, count=int(indptr[-1]))
     matrix = sp.csr_matrix((data, indices, indptr), shape=(len(words), len(vocabulary)))
     return canonical(matrix), vocabulary
@@ -107,19 +108,25 @@ _BLOCK_WORK = {"L1": 1 << 16, "L2": 1 << 20}
 _PAIRS_PER_CHUNK = 4096
 
 
-def distances(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray, metric: str,
-              n_jobs: int = 1, unit_rows: bool = False) -> np.ndarray:
+def distances(
+    x: sp.spmatrix,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    metric: str,
+    n_jobs: int = 1,
+    unit_rows: bool = False,
+) -> np.ndarray:
     """Dense float64 [len(rows), len(cols)] distances between rows ``rows`` and ``cols`` of ``x``.
 
     ``rows``, ``cols``: row positions of ``x``, in the order of the output; ``metric``
     and ``unit_rows`` as in :func:`sparse_distances`. Never NaN.
     """
-    return sparse_distances(x[np.asarray(rows)], x[np.asarray(cols)], metric, n_jobs,
-                            unit_rows)
+    return sparse_distances(x[np.asarray(rows)], x[np.asarray(cols)], metric, n_jobs, unit_rows)
 
 
-def sparse_distances(a: sp.spmatrix, b: sp.spmatrix, metric: str,
-                     n_jobs: int = 1, unit_rows: bool = False) -> np.ndarray:
+def sparse_distances(
+    a: sp.spmatrix, b: sp.spmatrix, metric: str, n_jobs: int = 1, unit_rows: bool = False
+) -> np.ndarray:
     """L1 or L2 distances, dense float64 [rows of a x rows of b], between sparse vectors.
 
     Never NaN: a zero row is at its size from every other row.
@@ -152,8 +159,11 @@ def sparse_distances(a: sp.spmatrix, b: sp.spmatrix, metric: str,
         """Size minus overlap for rows [start, stop); returns the close pairs."""
         start, stop = block
         rows = _row_range(a, start, stop)
-        overlap = (_shared_minimum(rows, postings, signed) if metric == "L1"
-                   else (rows @ postings.T).toarray())  # csc.T is csr: no conversion
+        overlap = (
+            _shared_minimum(rows, postings, signed)
+            if metric == "L1"
+            else (rows @ postings.T).toarray()
+        )  # csc.T is csr: no conversion
         total = size_a[start:stop, None] + size_b[None, :]
         result = out[start:stop]
         np.multiply(overlap, -2.0, out=result)
@@ -180,22 +190,29 @@ def sparse_distances(a: sp.spmatrix, b: sp.spmatrix, metric: str,
 def _size(x: sp.csr_matrix, metric: str) -> np.ndarray:
     """|x|_1 (L1) or |x|_2^2 (L2) of every row."""
     values = np.abs(x.data) if metric == "L1" else x.data * x.data
-    return np.asarray(sp.csr_matrix((values, x.indices, x.indptr), shape=x.shape)
-                      .sum(axis=1)).ravel()
+    return np.asarray(
+        sp.csr_matrix((values, x.indices, x.indptr), shape=x.shape).sum(axis=1)
+    ).ravel()
 
 
 def _row_range(x: sp.csr_matrix, start: int, stop: int) -> sp.csr_matrix:
     """Rows [start, stop) of a CSR matrix, sharing its arrays (cheaper than x[start:stop])."""
     lo, hi = x.indptr[start], x.indptr[stop]
-    return sp.csr_matrix((x.data[lo:hi], x.indices[lo:hi], x.indptr[start:stop + 1] - lo),
-                         shape=(stop - start, x.shape[1]), copy=False)
+    return sp.csr_matrix(
+        (x.data[lo:hi], x.indices[lo:hi], x.indptr[start : stop + 1] - lo),
+        shape=(stop - start, x.shape[1]),
+        copy=False,
+    )
 
 
 def _work_per_row(a: sp.csr_matrix, postings: sp.csc_matrix) -> np.ndarray:
     """Shared-term meetings plus output cells of every row of a."""
     document_frequency = np.diff(postings.indptr)
-    meetings = np.bincount(np.repeat(np.arange(a.shape[0]), np.diff(a.indptr)),
-                           weights=document_frequency[a.indices], minlength=a.shape[0])
+    meetings = np.bincount(
+        np.repeat(np.arange(a.shape[0]), np.diff(a.indptr)),
+        weights=document_frequency[a.indices],
+        minlength=a.shape[0],
+    )
     return meetings.astype(np.int64) + postings.shape[0]
 
 
@@ -235,11 +252,13 @@ def _shared_minimum(a: sp.csr_matrix, postings: sp.csc_matrix, signed: bool) -> 
     else:
         smaller = np.minimum(a_values, b_values)
     return np.bincount(cell, weights=smaller, minlength=a.shape[0] * n_cols).reshape(
-        a.shape[0], n_cols)
+        a.shape[0], n_cols
+    )
 
 
-def _exact(a: sp.csr_matrix, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray,
-           metric: str) -> np.ndarray:
+def _exact(
+    a: sp.csr_matrix, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, metric: str
+) -> np.ndarray:
     """sum |a_t - b_t| (L1) or sum (a_t - b_t)^2 (L2) of the given pairs, term by term.
 
     No cancellation: identical rows give exactly 0.
@@ -252,8 +271,14 @@ def _exact(a: sp.csr_matrix, b: sp.csr_matrix, rows: np.ndarray, cols: np.ndarra
     return out
 
 
-def baseline_distances(counts: sp.csr_matrix, method: Method, train_rows: np.ndarray,
-                       rows: np.ndarray, cols: np.ndarray, n_jobs: int = 1) -> np.ndarray:
+def baseline_distances(
+    counts: sp.csr_matrix,
+    method: Method,
+    train_rows: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    n_jobs: int = 1,
+) -> np.ndarray:
     """Distances of one baseline method for one fold, dense float64 [len(rows), len(cols)].
 
     ``counts``: [docs x terms] (:func:`count_matrix`); IDF from ``train_rows`` for TF-IDF
@@ -261,8 +286,14 @@ def baseline_distances(counts: sp.csr_matrix, method: Method, train_rows: np.nda
     (an empty document is at distance 0 from another empty one).
     """
     idf = idf_from_training(counts, train_rows) if method.weighting == "tfidf" else None
-    return distances(weighted(counts, method, idf), rows, cols, method.metric, n_jobs,
-                     unit_rows=has_unit_rows(method))
+    return distances(
+        weighted(counts, method, idf),
+        rows,
+        cols,
+        method.metric,
+        n_jobs,
+        unit_rows=has_unit_rows(method),
+    )
 
 
 def has_unit_rows(method: Method) -> bool:

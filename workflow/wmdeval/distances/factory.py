@@ -33,13 +33,18 @@ class BaselineDistances(Distances):
     a block; the numbers do not depend on it.
     """
 
-    def __init__(self, counts: sp.csr_matrix, method: Method, training: np.ndarray,
-                 empty: np.ndarray, n_jobs: int = 1):
+    def __init__(
+        self,
+        counts: sp.csr_matrix,
+        method: Method,
+        training: np.ndarray,
+        empty: np.ndarray,
+        n_jobs: int = 1,
+    ):
         if method.is_wmd:
             raise ValueError(f"{method.name} is not a baseline")
         super().__init__(empty)
-        idf = (baselines.idf_from_training(counts, training) if method.weighting == "tfidf"
-               else None)
+        idf = baselines.idf_from_training(counts, training) if method.weighting == "tfidf" else None
         self.method = method
         self.vectors = baselines.weighted(counts, method, idf)
         self.n_jobs = n_jobs
@@ -53,8 +58,14 @@ class BaselineDistances(Distances):
         self._stored = (rows, cols, self._compute(rows, cols))
 
     def _compute(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        return baselines.distances(self.vectors, rows, cols, self.method.metric, self.n_jobs,
-                                   unit_rows=baselines.has_unit_rows(self.method))
+        return baselines.distances(
+            self.vectors,
+            rows,
+            cols,
+            self.method.metric,
+            self.n_jobs,
+            unit_rows=baselines.has_unit_rows(self.method),
+        )
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         if self._stored is not None:
@@ -75,8 +86,14 @@ def _within(ordered: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
     return at
 
 
-def method_distances(variant: Variant, method: Method | str, fold: int | None = None, *,
-                     training: np.ndarray | None = None, n_jobs: int = 1) -> Distances:
+def method_distances(
+    variant: Variant,
+    method: Method | str,
+    fold: int | None = None,
+    *,
+    training: np.ndarray | None = None,
+    n_jobs: int = 1,
+) -> Distances:
     """The distances of ``variant``'s documents under ``method`` (a Method, its slug or
     its paper name).
 
@@ -101,8 +118,11 @@ def _matrix_name(slug: str) -> str:
     return f"{method.name if method else slug} distances"
 
 
-def prepare_variant(documents: pa.Table, splits: pa.Table | None,
-                    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Variant:
+def prepare_variant(
+    documents: pa.Table,
+    splits: pa.Table | None,
+    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> Variant:
     """A :class:`Variant` from DOCUMENTS, SPLITS (or None: no folds) and WMD matrices
     (method slug -> (doc_ids, square matrix), as :func:`wmdeval.core.io.read_distances`
     returns them); each matrix must hold every document."""
@@ -111,21 +131,33 @@ def prepare_variant(documents: pa.Table, splits: pa.Table | None,
     counts, _ = baselines.count_matrix(documents)
     no_words = np.diff(counts.indptr) == 0
     folds = io.fold_indices(splits, doc_ids) if splits is not None else []
-    wmd = {slug: DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
-           for slug, (ids, matrix) in wmd_matrices.items()}
-    return Variant(doc_ids=doc_ids,
-                   labels=np.asarray(documents.column("label").to_pylist(), dtype=object),
-                   y=documents.column("y").to_numpy().astype(np.int64),
-                   counts=counts, folds=folds, wmd=wmd)
+    wmd = {
+        slug: DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
+        for slug, (ids, matrix) in wmd_matrices.items()
+    }
+    return Variant(
+        doc_ids=doc_ids,
+        labels=np.asarray(documents.column("label").to_pylist(), dtype=object),
+        y=documents.column("y").to_numpy().astype(np.int64),
+        counts=counts,
+        folds=folds,
+        wmd=wmd,
+    )
 
 
-def read_variant(documents_path: str | os.PathLike, splits_path: str | os.PathLike | None,
-                 wmd_paths: Mapping[str, str | os.PathLike]) -> Variant:
+def read_variant(
+    documents_path: str | os.PathLike,
+    splits_path: str | os.PathLike | None,
+    wmd_paths: Mapping[str, str | os.PathLike],
+) -> Variant:
     """:func:`prepare_variant` from files: DOCUMENTS, SPLITS (or None) and WMD method slug
     -> DISTANCES file."""
     splits = io.read_splits(splits_path) if splits_path is not None else None
-    return prepare_variant(io.read_documents(documents_path), splits,
-                           {slug: io.read_distances(path) for slug, path in wmd_paths.items()})
+    return prepare_variant(
+        io.read_documents(documents_path),
+        splits,
+        {slug: io.read_distances(path) for slug, path in wmd_paths.items()},
+    )
 
 
 __all__ = ["BaselineDistances", "method_distances", "prepare_variant", "read_variant"]

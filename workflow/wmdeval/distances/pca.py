@@ -60,14 +60,19 @@ def fit_weighted_pca(vectors: np.ndarray, weights: np.ndarray, dim: int) -> Weig
     vectors = np.asarray(vectors, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     if vectors.ndim != 2 or weights.shape != (vectors.shape[0],):
-        raise ValueError(f"need vectors [n, D] and weights [n], got {vectors.shape}, "
-                         f"{weights.shape}")
+        raise ValueError(
+            f"need vectors [n, D] and weights [n], got {vectors.shape}, {weights.shape}"
+        )
     if not 1 <= dim <= vectors.shape[1]:
-        raise WmdevalError(f"PCA dimension must be between 1 and {vectors.shape[1]} "
-                           f"(the embedding dimension), not {dim}")
+        raise WmdevalError(
+            f"PCA dimension must be between 1 and {vectors.shape[1]} "
+            f"(the embedding dimension), not {dim}"
+        )
     if (weights < 0).any() or weights.sum() <= 0:
-        raise WmdevalError("PCA needs non-negative weights with a positive sum "
-                           "(no document has a word with a vector?)")
+        raise WmdevalError(
+            "PCA needs non-negative weights with a positive sum "
+            "(no document has a word with a vector?)"
+        )
     total = weights.sum()
     mean = weights @ vectors / total
     centred = vectors - mean
@@ -75,8 +80,9 @@ def fit_weighted_pca(vectors: np.ndarray, weights: np.ndarray, dim: int) -> Weig
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)  # ascending eigenvalues
     leading = np.argsort(eigenvalues, kind="stable")[::-1][:dim]
     components = eigenvectors[:, leading].T
-    return WeightedPca(mean, _positive_largest_entry(components), eigenvalues[leading],
-                       float(np.trace(covariance)))
+    return WeightedPca(
+        mean, _positive_largest_entry(components), eigenvalues[leading], float(np.trace(covariance))
+    )
 
 
 def _positive_largest_entry(components: np.ndarray) -> np.ndarray:
@@ -114,16 +120,24 @@ def project_embeddings(embeddings: pa.Table, documents: pa.Table, dim: int) -> p
     weights = document_frequency(documents, words)
     pca = fit_weighted_pca(matrix, weights, dim)
     projected = pca.project(matrix)
-    log.info("PCA to %d dimensions, fit on %d word occurrences (%d distinct words): "
-             "%.1f%% of the variance kept", dim, int(weights.sum()),
-             int(np.count_nonzero(weights)), 100 * pca.explained_share)
+    log.info(
+        "PCA to %d dimensions, fit on %d word occurrences (%d distinct words): "
+        "%.1f%% of the variance kept",
+        dim,
+        int(weights.sum()),
+        int(np.count_nonzero(weights)),
+        100 * pca.explained_share,
+    )
     return embeddings_table(words, projected, np.linalg.norm(projected, axis=1))
 
 
-def run_project(embeddings_path: str | os.PathLike, documents_path: str | os.PathLike,
-                dim: int, out_path: str | os.PathLike) -> None:
+def run_project(
+    embeddings_path: str | os.PathLike,
+    documents_path: str | os.PathLike,
+    dim: int,
+    out_path: str | os.PathLike,
+) -> None:
     """Write the ``dim``-dimensional PCA embeddings table of a dataset (see
     :func:`project_embeddings`); a dimension out of range is a WmdevalError."""
-    table = project_embeddings(read_table(embeddings_path), read_documents(documents_path),
-                               dim)
+    table = project_embeddings(read_table(embeddings_path), read_documents(documents_path), dim)
     write_table(table, out_path)

@@ -158,8 +158,9 @@ DEMO_SOURCES = {
 
 
 # -------------------------------------------------------------------------- text tables
-def read_text_table(path: Path, text_column: str, label_column: str,
-                    split_column: str | None) -> tuple[list[str], list[str], list[str] | None]:
+def read_text_table(
+    path: Path, text_column: str, label_column: str, split_column: str | None
+) -> tuple[list[str], list[str], list[str] | None]:
     """Read texts, labels and optional train/test values from CSV/TSV/JSONL/Parquet."""
     import pyarrow.csv as pcsv
     import pyarrow.json as pjson
@@ -178,15 +179,17 @@ def read_text_table(path: Path, text_column: str, label_column: str,
         elif path.suffix.lower() == ".csv" or suffixes.endswith(".csv.gz"):
             table = pcsv.read_csv(path)
         else:
-            raise WmdevalError(f"{path}: unknown table format (expected .csv, .tsv, .jsonl "
-                               "or .parquet)")
+            raise WmdevalError(
+                f"{path}: unknown table format (expected .csv, .tsv, .jsonl or .parquet)"
+            )
     except pa.ArrowInvalid as exc:
         raise WmdevalError(f"{path}: cannot parse table ({str(exc).splitlines()[0]})") from None
     columns = [text_column, label_column] + ([split_column] if split_column else [])
     for column in columns:
         if column not in table.column_names:
-            raise WmdevalError(f"{path}: no column {column!r} (columns: "
-                               f"{', '.join(table.column_names)})")
+            raise WmdevalError(
+                f"{path}: no column {column!r} (columns: {', '.join(table.column_names)})"
+            )
     texts = ["" if t is None else str(t) for t in table.column(text_column).to_pylist()]
     labels = table.column(label_column).to_pylist()
     for row, label in enumerate(labels):
@@ -197,8 +200,9 @@ def read_text_table(path: Path, text_column: str, label_column: str,
         splits = [str(s).strip().lower() for s in table.column(split_column).to_pylist()]
         bad = sorted(set(splits) - {"train", "test"})
         if bad:
-            raise WmdevalError(f"{path}: column {split_column!r} must hold train/test, "
-                               f"found {bad[0]!r}")
+            raise WmdevalError(
+                f"{path}: column {split_column!r} must hold train/test, found {bad[0]!r}"
+            )
     return texts, [str(label) for label in labels], splits
 
 
@@ -273,8 +277,9 @@ def load_texts(spec: dict) -> tuple[list[str], list[str], list[str] | None]:
         texts, labels = DEMO_SOURCES[spec["source"]]()
         return texts, labels, None
     if spec["format"] == "table":
-        return read_text_table(Path(spec["path"]), spec["text_column"], spec["label_column"],
-                               spec.get("split_column"))
+        return read_text_table(
+            Path(spec["path"]), spec["text_column"], spec["label_column"], spec.get("split_column")
+        )
     raise WmdevalError(f"format {spec['format']!r} has no raw text")
 
 

@@ -55,9 +55,17 @@ class _RangeNotSatisfiable(Exception):
 
 
 # --------------------------------------------------------------------------- download
-def download(url: str, dest: str | os.PathLike, sha256: str | None, *, retries: int = 5,
-             backoff: float = 1.0, timeout: float = 60, lock_file: str | os.PathLike | None = None,
-             progress: bool = True) -> Path:
+def download(
+    url: str,
+    dest: str | os.PathLike,
+    sha256: str | None,
+    *,
+    retries: int = 5,
+    backoff: float = 1.0,
+    timeout: float = 60,
+    lock_file: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> Path:
     """Download ``url`` to ``dest`` (resumable, retried, verified); return ``dest``.
 
     ``sha256`` pins the expected checksum. Without it, the checksum recorded for
@@ -78,22 +86,28 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None, *, retries: 
             _note_unpinned(url, actual, sha256, lock_file)
             return dest
         # A wrong file under the final name (e.g. copied by hand): fetch a fresh copy.
-        log.warning("%s: existing file has sha256 %s, expected %s; downloading again",
-                    dest, actual, expected)
+        log.warning(
+            "%s: existing file has sha256 %s, expected %s; downloading again",
+            dest,
+            actual,
+            expected,
+        )
         dest.unlink()
 
     part = partial_path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _fetch_with_retries(url, part, retries=retries, backoff=backoff, timeout=timeout,
-                        progress=progress)
+    _fetch_with_retries(
+        url, part, retries=retries, backoff=backoff, timeout=timeout, progress=progress
+    )
 
     actual = file_sha256(part)
     if expected is not None and actual != expected:
         # Never keep (or later resume from) a corrupted body.
         part.unlink(missing_ok=True)
         dest.unlink(missing_ok=True)
-        raise WmdevalError(f"{url}: checksum mismatch: expected {expected}, got {actual} "
-                           "(the file was removed)")
+        raise WmdevalError(
+            f"{url}: checksum mismatch: expected {expected}, got {actual} (the file was removed)"
+        )
     os.replace(part, dest)
     _note_unpinned(url, actual, sha256, lock_file)
     return dest
@@ -104,8 +118,9 @@ def partial_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
-def _fetch_with_retries(url: str, part: Path, *, retries: int, backoff: float, timeout: float,
-                        progress: bool) -> None:
+def _fetch_with_retries(
+    url: str, part: Path, *, retries: int, backoff: float, timeout: float, progress: bool
+) -> None:
     """Fill ``part`` with the whole body of ``url``, retrying transient problems."""
     attempts = max(retries, 0) + 1
     for attempt in range(attempts):
@@ -118,8 +133,14 @@ def _fetch_with_retries(url: str, part: Path, *, retries: int, backoff: float, t
             delay = min(backoff * 2**attempt, MAX_BACKOFF)
             if problem.retry_after is not None:
                 delay = min(max(delay, problem.retry_after), MAX_BACKOFF)
-            log.warning("%s: %s; retrying in %.1f s (attempt %d of %d)",
-                        url, problem, delay, attempt + 2, attempts)
+            log.warning(
+                "%s: %s; retrying in %.1f s (attempt %d of %d)",
+                url,
+                problem,
+                delay,
+                attempt + 2,
+                attempts,
+            )
             time.sleep(delay)
     raise WmdevalError(f"{url}: download failed after {attempts} attempt(s): {problem}")
 
@@ -160,8 +181,9 @@ def _request_into(url: str, part: Path, *, timeout: float, progress: bool) -> No
         raise _TransientError(f"truncated body: got {received} of {total} bytes")
 
 
-def _body_start_and_total(response: http.client.HTTPResponse,
-                          offset: int) -> tuple[int, int | None]:
+def _body_start_and_total(
+    response: http.client.HTTPResponse, offset: int
+) -> tuple[int, int | None]:
     """Where this response's body starts in the file, and the file's full size (if known)."""
     if response.status == 206:
         match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
@@ -175,8 +197,13 @@ def _body_start_and_total(response: http.client.HTTPResponse,
     return 0, (int(length) if length and length.isdigit() else None)
 
 
-def _copy_body(response: http.client.HTTPResponse, part: Path, start: int, total: int | None,
-               show_progress: bool) -> int:
+def _copy_body(
+    response: http.client.HTTPResponse,
+    part: Path,
+    start: int,
+    total: int | None,
+    show_progress: bool,
+) -> int:
     """Write the body to ``part`` from byte ``start``; return the file's size afterwards."""
     received = start
     bar = _ProgressBar(total, start, enabled=show_progress)
@@ -206,8 +233,7 @@ def _write(out, chunk: bytes, part: Path) -> None:
         raise WmdevalError(f"{part}: cannot write the download ({exc})") from None
 
 
-def _raise_for_http_error(url: str, exc: urllib.error.HTTPError, *,
-                          had_range: bool) -> NoReturn:
+def _raise_for_http_error(url: str, exc: urllib.error.HTTPError, *, had_range: bool) -> NoReturn:
     status = f"HTTP {exc.code} {exc.reason}".rstrip()
     exc.close()
     if exc.code == 416 and had_range:
@@ -275,8 +301,9 @@ class _ProgressBar:
             fraction = min(done / self.total, 1.0)
             filled = int(fraction * self.WIDTH)
             bar = "#" * filled + "-" * (self.WIDTH - filled)
-            line = (f"{fraction:4.0%} [{bar}] {_human_bytes(done)} / "
-                    f"{_human_bytes(self.total)}  {rate}")
+            line = (
+                f"{fraction:4.0%} [{bar}] {_human_bytes(done)} / {_human_bytes(self.total)}  {rate}"
+            )
         else:
             line = f"{_human_bytes(done)}  {rate}"
         if self.interactive:
@@ -303,16 +330,21 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _note_unpinned(url: str, actual: str, sha256: str | None,
-                   lock_file: str | os.PathLike | None) -> None:
+def _note_unpinned(
+    url: str, actual: str, sha256: str | None, lock_file: str | os.PathLike | None
+) -> None:
     """Warn that ``url`` has no pinned checksum, and record the one seen in ``lock_file``."""
     if sha256:
         return
     if lock_file is None:
         log.warning("%s: checksum not pinned; got sha256 %s (add it to the config)", url, actual)
         return
-    log.warning("%s: checksum not pinned in the config; got sha256 %s (recorded in %s)",
-                url, actual, lock_file)
+    log.warning(
+        "%s: checksum not pinned in the config; got sha256 %s (recorded in %s)",
+        url,
+        actual,
+        lock_file,
+    )
     record_sha256(lock_file, url, actual)
 
 
@@ -372,8 +404,10 @@ def extract(archive: str | os.PathLike, member: str | None, dest: str | os.PathL
         _extract_zip_member(archive, member, dest)
     elif kind == "gz":
         if member is not None:
-            raise WmdevalError(f"{archive}: a .gz file holds a single file; "
-                               f"no member can be chosen (got {member!r})")
+            raise WmdevalError(
+                f"{archive}: a .gz file holds a single file; "
+                f"no member can be chosen (got {member!r})"
+            )
         _gunzip(archive, dest)
     else:
         raise WmdevalError(f"{archive}: unsupported archive type (expected .zip or .gz)")
@@ -411,14 +445,16 @@ def _extract_zip_member(archive: Path, member: str | None, dest: Path) -> None:
         raise WmdevalError(f"{archive}: cannot extract {member or 'its file'} ({exc})") from None
 
 
-def _choose_member(archive: Path, files: list[zipfile.ZipInfo],
-                   member: str | None) -> zipfile.ZipInfo:
+def _choose_member(
+    archive: Path, files: list[zipfile.ZipInfo], member: str | None
+) -> zipfile.ZipInfo:
     names = [info.filename for info in files]
     listing = ", ".join(names) if names else "(none)"
     if member is None:
         if len(files) != 1:
-            raise WmdevalError(f"{archive}: holds {len(files)} files, name the one to extract "
-                               f"(members: {listing})")
+            raise WmdevalError(
+                f"{archive}: holds {len(files)} files, name the one to extract (members: {listing})"
+            )
         chosen = files[0]
     else:
         matches = [info for info in files if info.filename == member]
@@ -427,22 +463,28 @@ def _choose_member(archive: Path, files: list[zipfile.ZipInfo],
             # accept the one member whose base name is the requested name.
             matches = [info for info in files if info.filename.rsplit("/", 1)[-1] == member]
         if len(matches) > 1:
-            raise WmdevalError(f"{archive}: several members named {member!r} "
-                               f"({', '.join(m.filename for m in matches)}): give the full path")
+            raise WmdevalError(
+                f"{archive}: several members named {member!r} "
+                f"({', '.join(m.filename for m in matches)}): give the full path"
+            )
         if not matches:
             raise WmdevalError(f"{archive}: no member {member!r} (members: {listing})")
         chosen = matches[0]
     if _is_unsafe_member_name(chosen.filename):
-        raise WmdevalError(f"{archive}: refusing unsafe member name {chosen.filename!r} "
-                           "(absolute path or '..')")
+        raise WmdevalError(
+            f"{archive}: refusing unsafe member name {chosen.filename!r} (absolute path or '..')"
+        )
     return chosen
 
 
 def _is_unsafe_member_name(name: str) -> bool:
     """True for absolute paths and names that climb out with ``..`` (zip path traversal)."""
     posix = name.replace("\\", "/")
-    return (posix.startswith("/") or re.match(r"[A-Za-z]:", posix) is not None
-            or ".." in PurePosixPath(posix).parts)
+    return (
+        posix.startswith("/")
+        or re.match(r"[A-Za-z]:", posix) is not None
+        or ".." in PurePosixPath(posix).parts
+    )
 
 
 def _gunzip(archive: Path, dest: Path) -> None:
@@ -471,11 +513,13 @@ def cache_name(url: str) -> str:
 
 
 # --------------------------------------------------------------------------- entry points
-def run_download(url: str, sha256: str | None, out_path: str | os.PathLike,
-                 lock_file: str | os.PathLike | None) -> Path:
+def run_download(
+    url: str, sha256: str | None, out_path: str | os.PathLike, lock_file: str | os.PathLike | None
+) -> Path:
     return download(url, out_path, sha256 or None, lock_file=lock_file)
 
 
-def run_extract(archive: str | os.PathLike, member: str | None,
-                out_path: str | os.PathLike) -> Path:
+def run_extract(
+    archive: str | os.PathLike, member: str | None, out_path: str | os.PathLike
+) -> Path:
     return extract(archive, member or None, out_path)

@@ -101,13 +101,15 @@ class _KeptVectors:
             self.first_duplicate = self.first_duplicate or f"{_decode(word)!r} ({place})"
             return
         if not np.isfinite(vector).all():
-            raise WmdevalError(f"{self.path}: {place}: the vector of {_decode(word)!r} has "
-                               "NaN or infinite values")
+            raise WmdevalError(
+                f"{self.path}: {place}: the vector of {_decode(word)!r} has NaN or infinite values"
+            )
         try:
             text = word.decode("utf-8")
         except UnicodeDecodeError:
-            raise WmdevalError(f"{self.path}: {place}: the word {_decode(word)!r} is not valid "
-                               "UTF-8") from None
+            raise WmdevalError(
+                f"{self.path}: {place}: the word {_decode(word)!r} is not valid UTF-8"
+            ) from None
         row = len(self.words)
         if row == len(self.rows):
             self.rows.resize((max(2 * row, 1024), self.rows.shape[1]), refcheck=False)
@@ -117,15 +119,20 @@ class _KeptVectors:
 
     def result(self) -> tuple[list[str], np.ndarray]:
         if self.duplicates:
-            log.warning("%s: %d repeated word(s), first %s; each keeps its first vector",
-                        self.path, self.duplicates, self.first_duplicate)
+            log.warning(
+                "%s: %d repeated word(s), first %s; each keeps its first vector",
+                self.path,
+                self.duplicates,
+                self.first_duplicate,
+            )
         # In place: a copy of the trimmed rows would briefly double the memory.
         self.rows.resize((len(self.words), self.rows.shape[1]), refcheck=False)
         return self.words, self.rows
 
 
-def read_vectors(path: str | Path, fmt: str, vocabulary: Iterable[str] | None,
-                 limit: int | None = None) -> tuple[list[str], np.ndarray]:
+def read_vectors(
+    path: str | Path, fmt: str, vocabulary: Iterable[str] | None, limit: int | None = None
+) -> tuple[list[str], np.ndarray]:
     """Stream an embedding file, keeping the vectors of ``vocabulary`` (None: all words).
 
     ``fmt`` is one of :data:`FILE_FORMATS`; gzip files are read transparently. Only the
@@ -139,8 +146,9 @@ def read_vectors(path: str | Path, fmt: str, vocabulary: Iterable[str] | None,
     """
     path = Path(path)
     if fmt not in FILE_FORMATS:
-        raise WmdevalError(f"{path}: unknown embedding format {fmt!r} "
-                           f"(expected one of {', '.join(FILE_FORMATS)})")
+        raise WmdevalError(
+            f"{path}: unknown embedding format {fmt!r} (expected one of {', '.join(FILE_FORMATS)})"
+        )
     if not path.is_file():
         raise WmdevalError(f"{path}: embedding file not found")
     if limit is not None and limit < 0:
@@ -169,8 +177,9 @@ def _open_maybe_gzip(path: Path) -> BinaryIO:
     return open(path, "rb", buffering=_FILE_BUFFER_BYTES)
 
 
-def _read_with_header(fin: BinaryIO, path: Path, fmt: str, wanted: set[bytes] | None,
-                      limit: int | None) -> tuple[_KeptVectors, int]:
+def _read_with_header(
+    fin: BinaryIO, path: Path, fmt: str, wanted: set[bytes] | None, limit: int | None
+) -> tuple[_KeptVectors, int]:
     count, dim = _parse_header(fin.readline(_HEADER_MAX_BYTES), path)
     to_read = min(count, limit) if limit else count
     kept = _KeptVectors(path, dim, _capacity(to_read, wanted))
@@ -179,25 +188,31 @@ def _read_with_header(fin: BinaryIO, path: Path, fmt: str, wanted: set[bytes] | 
     else:
         read, unread = _read_text_lines(fin, path, dim, to_read, wanted, kept, 2), b""
     if read < to_read:
-        log.warning("%s: the header declares %d vectors but the file has only %d", path,
-                    count, read)
+        log.warning(
+            "%s: the header declares %d vectors but the file has only %d", path, count, read
+        )
     elif read == count and (unread + fin.read(_HEADER_MAX_BYTES)).strip():
         # gensim ignores whatever follows the declared vectors; say so, not silently
-        log.warning("%s: data after the %d vectors the header declares is ignored",
-                    path, count)
+        log.warning("%s: data after the %d vectors the header declares is ignored", path, count)
     return kept, read
 
 
-def _read_glove(fin: BinaryIO, path: Path, wanted: set[bytes] | None,
-                limit: int | None) -> tuple[_KeptVectors, int]:
+def _read_glove(
+    fin: BinaryIO, path: Path, wanted: set[bytes] | None, limit: int | None
+) -> tuple[_KeptVectors, int]:
     first = fin.readline()
     if not first.strip():
-        raise WmdevalError(f"{path}: the file is empty" if not first else
-                           f"{path}: line 1 is empty; expected 'word v1 v2 ...'")
+        raise WmdevalError(
+            f"{path}: the file is empty"
+            if not first
+            else f"{path}: line 1 is empty; expected 'word v1 v2 ...'"
+        )
     fields = first.split()
     if len(fields) == 2 and all(f.isdigit() for f in fields):
-        raise WmdevalError(f"{path}: line 1 looks like a '<count> <dim>' header, which GloVe "
-                           f"files do not have; is it word2vec-text? (found {_show(first)})")
+        raise WmdevalError(
+            f"{path}: line 1 looks like a '<count> <dim>' header, which GloVe "
+            f"files do not have; is it word2vec-text? (found {_show(first)})"
+        )
     dim = first.rstrip().count(b" ")
     if dim == 0:
         raise WmdevalError(f"{path}: line 1 has a word but no values (found {_show(first)})")
@@ -218,12 +233,18 @@ def _parse_header(line: bytes, path: Path) -> tuple[int, int]:
     fields = line.split()
     if len(fields) == 2 and all(f.isdigit() and int(f) > 0 for f in fields):
         return int(fields[0]), int(fields[1])
-    raise WmdevalError(f"{path}: expected a header '<count> <dim>' on line 1, "
-                       f"found {_show(line)}")
+    raise WmdevalError(f"{path}: expected a header '<count> <dim>' on line 1, found {_show(line)}")
 
 
-def _read_text_lines(lines: Iterable[bytes], path: Path, dim: int, to_read: int | None,
-                     wanted: set[bytes] | None, kept: _KeptVectors, first_line: int) -> int:
+def _read_text_lines(
+    lines: Iterable[bytes],
+    path: Path,
+    dim: int,
+    to_read: int | None,
+    wanted: set[bytes] | None,
+    kept: _KeptVectors,
+    first_line: int,
+) -> int:
     """'word v1 ... vdim' lines (gensim's rules: trailing whitespace dropped, fields split
     on single spaces). Every line's field count is checked; only kept lines are parsed."""
     read = 0
@@ -246,8 +267,10 @@ def _parse_values(line: bytes, path: Path, number: int) -> np.ndarray:
         values = [float(field) for field in fields[1:]]
     except ValueError:
         bad = next(f for f in fields[1:] if not _is_number(f))
-        raise WmdevalError(f"{path}: line {number}: {_show(bad)} in the vector of "
-                           f"{_decode(fields[0])!r} is not a number") from None
+        raise WmdevalError(
+            f"{path}: line {number}: {_show(bad)} in the vector of "
+            f"{_decode(fields[0])!r} is not a number"
+        ) from None
     return np.asarray(values, dtype=np.float64).astype(np.float32)
 
 
@@ -269,8 +292,9 @@ def _wrong_count_message(path: Path, number: int, line: bytes, dim: int) -> str:
     return message
 
 
-def _read_binary_records(fin: BinaryIO, path: Path, dim: int, to_read: int,
-                         wanted: set[bytes] | None, kept: _KeptVectors) -> tuple[int, bytes]:
+def _read_binary_records(
+    fin: BinaryIO, path: Path, dim: int, to_read: int, wanted: set[bytes] | None, kept: _KeptVectors
+) -> tuple[int, bytes]:
     """word2vec binary records: the word's bytes, a space, ``dim`` little-endian float32.
 
     Like gensim, newlines before a word (the C tool writes one after each vector) are
@@ -288,8 +312,10 @@ def _read_binary_records(fin: BinaryIO, path: Path, dim: int, to_read: int,
                 _check_clean_end(buffer[start:], path, read, vector_bytes)
                 break
             if space == -1 and len(buffer) - start > _MAX_WORD_BYTES:
-                raise WmdevalError(f"{path}: vector {read + 1}: no word ends within "
-                                   f"{_MAX_WORD_BYTES} bytes; not a word2vec-binary file?")
+                raise WmdevalError(
+                    f"{path}: vector {read + 1}: no word ends within "
+                    f"{_MAX_WORD_BYTES} bytes; not a word2vec-binary file?"
+                )
             more = fin.read(_BINARY_CHUNK_BYTES)
             at_end = not more
             buffer, start = buffer[start:] + more, 0
@@ -311,19 +337,23 @@ def _check_clean_end(rest: bytes, path: Path, read: int, vector_bytes: int) -> N
         return
     space = rest.find(b" ")
     if space == -1:
-        raise WmdevalError(f"{path}: the file is truncated: it ends inside the word of "
-                           f"vector {read + 1}")
-    raise WmdevalError(f"{path}: the file is truncated: vector {read + 1} "
-                       f"({_decode(rest[:space].lstrip())!r}) has {len(rest) - space - 1} "
-                       f"of its {vector_bytes} bytes")
+        raise WmdevalError(
+            f"{path}: the file is truncated: it ends inside the word of vector {read + 1}"
+        )
+    raise WmdevalError(
+        f"{path}: the file is truncated: vector {read + 1} "
+        f"({_decode(rest[:space].lstrip())!r}) has {len(rest) - space - 1} "
+        f"of its {vector_bytes} bytes"
+    )
 
 
 def _check_not_text(first_vector: bytes, path: Path, dim: int) -> None:
     # Read as binary, a text file gives finite garbage and no error; its first "vector"
     # is all printable ASCII, which real float32 bytes of 4+ values practically never are.
     if dim >= 4 and not first_vector.translate(None, _TEXT_BYTES):
-        raise WmdevalError(f"{path}: the first vector is text, not float32 bytes; "
-                           "is the file word2vec-text?")
+        raise WmdevalError(
+            f"{path}: the first vector is text, not float32 bytes; is the file word2vec-text?"
+        )
 
 
 def _decode(word: bytes) -> str:
@@ -336,8 +366,9 @@ def _show(text: bytes) -> str:
     return f"'{shown[:40]}…'" if len(shown) > 40 else f"'{shown}'"
 
 
-def load_keyed_vectors(path: str | Path, fmt: str, limit: int | None = None,
-                       vocabulary: Iterable[str] | None = None):
+def load_keyed_vectors(
+    path: str | Path, fmt: str, limit: int | None = None, vocabulary: Iterable[str] | None = None
+):
     """:func:`read_vectors` as a gensim ``KeyedVectors`` (words in file order)."""
     from gensim.models import KeyedVectors
 
@@ -396,8 +427,14 @@ def embedding_matrix(table: pa.Table) -> tuple[list[str], np.ndarray]:
     return words, matrix.astype(np.float64)
 
 
-def run_lookup(documents_path: str, embedding_path: str, fmt: str, limit: int | None,
-               normalize: bool, out_path: str) -> None:
+def run_lookup(
+    documents_path: str,
+    embedding_path: str,
+    fmt: str,
+    limit: int | None,
+    normalize: bool,
+    out_path: str,
+) -> None:
     """Vectors of the corpus vocabulary -> the embeddings table.
 
     The vocabulary is read first so that the file is streamed once, keeping only the
@@ -409,6 +446,10 @@ def run_lookup(documents_path: str, embedding_path: str, fmt: str, limit: int | 
     norms = table.column("norm").to_numpy()
     log.info("%d of the %d corpus words have vectors", len(norms), len(vocabulary))
     if len(norms):
-        log.info("norms before normalisation: min %.4g, median %.4g, max %.4g",
-                 norms.min(), np.median(norms), norms.max())
+        log.info(
+            "norms before normalisation: min %.4g, median %.4g, max %.4g",
+            norms.min(),
+            np.median(norms),
+            norms.max(),
+        )
     write_table(table, out_path)

@@ -102,8 +102,9 @@ def _load_mat(path: Path) -> dict:
         # Loading only the known fields keeps memory down if a file carries extras.
         return loadmat(str(path), variable_names=wanted) if wanted else {}
     except NotImplementedError:
-        raise WmdevalError(f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; "
-                           "re-save it with -v7") from None
+        raise WmdevalError(
+            f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; re-save it with -v7"
+        ) from None
     except Exception as exc:  # scipy raises several unrelated types for a corrupt file
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise WmdevalError(f"{path}: not a readable .mat file ({first})") from None
@@ -116,8 +117,9 @@ def detect_layout(keys: set[str], path: Path) -> str:
             return layout
     present = {layout: sum(f in keys for f in fields) for layout, fields in LAYOUTS.items()}
     if not any(present.values()):
-        needs = "; ".join(f"{layout} layout needs {', '.join(fields)}"
-                          for layout, fields in LAYOUTS.items())
+        needs = "; ".join(
+            f"{layout} layout needs {', '.join(fields)}" for layout, fields in LAYOUTS.items()
+        )
         raise WmdevalError(f"{path}: not a Kusner .mat file: none of the fields present ({needs})")
     # Name what is missing from the layout the file most resembles.
     layout = max(LAYOUTS, key=lambda name: present[name])
@@ -125,8 +127,9 @@ def detect_layout(keys: set[str], path: Path) -> str:
     missing = [f for f in fields if f not in keys]
     plural = "s" if len(missing) > 1 else ""
     names = ", ".join(repr(f) for f in missing)
-    raise WmdevalError(f"{path}: missing field{plural} {names} "
-                       f"({layout} layout needs {', '.join(fields)})")
+    raise WmdevalError(
+        f"{path}: missing field{plural} {names} ({layout} layout needs {', '.join(fields)})"
+    )
 
 
 def _cells(contents: dict, field: str, path: Path) -> list:
@@ -150,8 +153,10 @@ def _integer_values(value, field: str, path: Path) -> np.ndarray:
     if array.dtype.kind == "f":
         bad = ~np.isfinite(array) | (array != np.round(array))
         if bad.any():
-            raise WmdevalError(f"{path}: field {field!r} has a non-integer value "
-                               f"{array[np.flatnonzero(bad)[0]].item()!r}")
+            raise WmdevalError(
+                f"{path}: field {field!r} has a non-integer value "
+                f"{array[np.flatnonzero(bad)[0]].item()!r}"
+            )
     return array.astype(np.int64)
 
 
@@ -181,8 +186,9 @@ def _word_strings(cell) -> list[str] | None:
     return words
 
 
-def _string_lists(contents: dict, fields: list[str], counts: list[int],
-                  path: Path) -> tuple[list[list[str]] | None, str]:
+def _string_lists(
+    contents: dict, fields: list[str], counts: list[int], path: Path
+) -> tuple[list[list[str]] | None, str]:
     """Per-document word strings of ``fields`` (one cell array per document group) if they
     are present and match every document's vector count; else (None, why not)."""
     missing = [f for f in fields if f not in contents]
@@ -212,8 +218,9 @@ def _five_fold_sources(contents: dict, path: Path) -> tuple[list[_Source], list[
     vectors = _cells(contents, "X", path)
     counts = _cells(contents, "BOW_X", path)
     if len(counts) != len(vectors):
-        raise WmdevalError(f"{path}: field 'BOW_X' has {len(counts)} documents, "
-                           f"'X' has {len(vectors)}")
+        raise WmdevalError(
+            f"{path}: field 'BOW_X' has {len(counts)} documents, 'X' has {len(vectors)}"
+        )
     strings, note = _string_lists(contents, ["words"], [_column_count(c) for c in vectors], path)
     sources = [
         _Source(f"X{{{k + 1}}}", f"BOW_X{{{k + 1}}}", x, bow, strings[k] if strings else None)
@@ -230,8 +237,10 @@ def _one_fold_sources(contents: dict, path: Path) -> tuple[list[_Source], list[s
         vectors = _cells(contents, f"x{part}", path)
         counts = _cells(contents, f"BOW_x{part}", path)
         if len(counts) != len(vectors):
-            raise WmdevalError(f"{path}: field 'BOW_x{part}' has {len(counts)} documents, "
-                               f"'x{part}' has {len(vectors)}")
+            raise WmdevalError(
+                f"{path}: field 'BOW_x{part}' has {len(counts)} documents, "
+                f"'x{part}' has {len(vectors)}"
+            )
         groups.append((part, vectors, counts, _labels(contents, f"y{part}", len(vectors), path)))
     columns = [_column_count(c) for _, vectors, _, _ in groups for c in vectors]
     strings, note = _string_lists(contents, ["words_tr", "words_te"], columns, path)
@@ -254,8 +263,9 @@ def _document_vectors(source: _Source, doc_id: int, dim: int, path: Path) -> np.
     if matrix.size == 0:
         return np.zeros((0, dim), dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] != dim:
-        raise WmdevalError(f"{where}: expected a {dim} x u matrix of word vectors, "
-                           f"found shape {matrix.shape}")
+        raise WmdevalError(
+            f"{where}: expected a {dim} x u matrix of word vectors, found shape {matrix.shape}"
+        )
     # One row per word, contiguous, so a row's bytes identify the vector.
     rows = np.ascontiguousarray(matrix.T, dtype=np.float64)
     if not np.isfinite(rows).all():
@@ -270,12 +280,14 @@ def _document_counts(source: _Source, doc_id: int, words: int, path: Path) -> np
         raise WmdevalError(f"{where}: expected numeric word counts, found {counts.dtype}")
     counts = counts.astype(np.float64).ravel(order="F")
     if counts.size != words:
-        raise WmdevalError(f"{where}: {counts.size} counts but {source.x_name} has "
-                           f"{words} word vectors")
+        raise WmdevalError(
+            f"{where}: {counts.size} counts but {source.x_name} has {words} word vectors"
+        )
     bad = ~np.isfinite(counts) | (counts <= 0)
     if bad.any():
-        raise WmdevalError(f"{where}: count {counts[np.flatnonzero(bad)[0]].item()!r} is not "
-                           "finite and > 0")
+        raise WmdevalError(
+            f"{where}: count {counts[np.flatnonzero(bad)[0]].item()!r} is not finite and > 0"
+        )
     return counts
 
 
@@ -347,9 +359,13 @@ class _Vocabulary:
                 continue
             self.conflicts.add(word_id)
             if len(self.conflicts) <= CONFLICTS_LOGGED:
-                log.warning("%s: word %r has a different vector in doc_id %d than where it "
-                            "first occurs; keeping the first", self.path, self.names[word_id],
-                            doc_id)
+                log.warning(
+                    "%s: word %r has a different vector in doc_id %d than where it "
+                    "first occurs; keeping the first",
+                    self.path,
+                    self.names[word_id],
+                    doc_id,
+                )
 
     def matrix(self, dim: int) -> np.ndarray:
         return np.stack(self.rows) if self.rows else np.zeros((0, dim), dtype=np.float64)
@@ -362,21 +378,25 @@ def _dimension(sources: list[_Source], path: Path) -> tuple[int, str]:
         if matrix.size and matrix.dtype != object and matrix.ndim == 2:
             return int(matrix.shape[0]), str(matrix.dtype)
         if matrix.size:
-            raise WmdevalError(f"{path}: {source.x_name} (doc_id {doc_id}): expected a "
-                               f"dim x u numeric matrix, found {matrix.dtype} {matrix.shape}")
+            raise WmdevalError(
+                f"{path}: {source.x_name} (doc_id {doc_id}): expected a "
+                f"dim x u numeric matrix, found {matrix.dtype} {matrix.shape}"
+            )
     raise WmdevalError(f"{path}: no document has any word vectors")
 
 
-def _bags(sources: list[_Source], vocabulary: _Vocabulary, dim: int,
-          path: Path) -> tuple[list[Counter], int]:
+def _bags(
+    sources: list[_Source], vocabulary: _Vocabulary, dim: int, path: Path
+) -> tuple[list[Counter], int]:
     """Per document its bag {word name: count}; also how many repeated words were merged."""
     bags, merged = [], 0
     for doc_id, source in enumerate(sources):
         vectors = _document_vectors(source, doc_id, dim, path)
         counts = _document_counts(source, doc_id, len(vectors), path)
         bag: Counter = Counter()
-        for word_id, count in zip(vocabulary.identify(vectors, source.strings, doc_id),
-                                  counts.tolist(), strict=True):
+        for word_id, count in zip(
+            vocabulary.identify(vectors, source.strings, doc_id), counts.tolist(), strict=True
+        ):
             # A word listed twice in one document (not expected) keeps its total count.
             merged += vocabulary.names[word_id] in bag
             bag[vocabulary.names[word_id]] += count
@@ -401,12 +421,15 @@ def _index_rows(contents: dict, field: str, n: int, path: Path) -> list[np.ndarr
         indices = _integer_values(raw, field, path)
         outside = (indices < 1) | (indices > n)
         if outside.any():
-            raise WmdevalError(f"{path}: {field} index {indices[np.flatnonzero(outside)[0]]} "
-                               f"out of range 1..{n}")
+            raise WmdevalError(
+                f"{path}: {field} index {indices[np.flatnonzero(outside)[0]]} out of range 1..{n}"
+            )
         unique, times = np.unique(indices, return_counts=True)
         if (times > 1).any():
-            raise WmdevalError(f"{path}: {field} row {row_number} lists document "
-                               f"{unique[np.flatnonzero(times > 1)[0]]} more than once")
+            raise WmdevalError(
+                f"{path}: {field} row {row_number} lists document "
+                f"{unique[np.flatnonzero(times > 1)[0]]} more than once"
+            )
         rows.append(indices - 1)
     return rows
 
@@ -415,14 +438,17 @@ def _five_fold_splits(contents: dict, n: int, path: Path) -> pa.Table:
     train_rows = _index_rows(contents, "TR", n, path)
     test_rows = _index_rows(contents, "TE", n, path)
     if len(train_rows) != len(test_rows):
-        raise WmdevalError(f"{path}: field 'TR' has {len(train_rows)} folds, "
-                           f"'TE' has {len(test_rows)}")
+        raise WmdevalError(
+            f"{path}: field 'TR' has {len(train_rows)} folds, 'TE' has {len(test_rows)}"
+        )
     folds, doc_ids, subsets = [], [], []
     for fold, (train, test) in enumerate(zip(train_rows, test_rows, strict=True)):
         both = np.intersect1d(train, test)
         if both.size:
-            raise WmdevalError(f"{path}: document {both[0] + 1} (doc_id {both[0]}) is in both "
-                               f"TR and TE of row {fold + 1} (fold {fold})")
+            raise WmdevalError(
+                f"{path}: document {both[0] + 1} (doc_id {both[0]}) is in both "
+                f"TR and TE of row {fold + 1} (fold {fold})"
+            )
         for subset, members in (("train", np.sort(train)), ("test", np.sort(test))):
             folds.extend([fold] * members.size)
             doc_ids.extend(members.tolist())
@@ -490,17 +516,21 @@ def read_kusner_mat(path) -> KusnerData:
         "norm_min": float(norms.min()) if norms.size else float("nan"),
         "norm_median": float(np.median(norms)) if norms.size else float("nan"),
         "norm_max": float(norms.max()) if norms.size else float("nan"),
-        "unit_norm_fraction": (float(np.mean(np.abs(norms - 1) <= UNIT_NORM_TOLERANCE))
-                               if norms.size else float("nan")),
+        "unit_norm_fraction": (
+            float(np.mean(np.abs(norms - 1) <= UNIT_NORM_TOLERANCE)) if norms.size else float("nan")
+        ),
     }
     if vocabulary.conflicts:
-        log.warning("%s: %d words have differing vectors across documents; the first "
-                    "occurrence's vector is used", path, len(vocabulary.conflicts))
+        log.warning(
+            "%s: %d words have differing vectors across documents; the first "
+            "occurrence's vector is used",
+            path,
+            len(vocabulary.conflicts),
+        )
     return KusnerData(documents, splits, words, vectors, report)
 
 
-def _normalized(words: list[str], vectors: np.ndarray, norms: np.ndarray,
-                path: Path) -> np.ndarray:
+def _normalized(words: list[str], vectors: np.ndarray, norms: np.ndarray, path: Path) -> np.ndarray:
     zero = norms == 0
     if zero.any():
         word = words[int(np.flatnonzero(zero)[0])]
@@ -508,8 +538,9 @@ def _normalized(words: list[str], vectors: np.ndarray, norms: np.ndarray,
     return vectors / norms[:, None]
 
 
-def run_kusner(path, normalize: bool, documents_out, splits_out, embeddings_out, report_out,
-               dataset: str) -> None:
+def run_kusner(
+    path, normalize: bool, documents_out, splits_out, embeddings_out, report_out, dataset: str
+) -> None:
     """Read a .mat file and write DOCUMENTS, SPLITS, the embeddings table and a report."""
     path = Path(path)
     data = read_kusner_mat(path)
@@ -517,12 +548,23 @@ def run_kusner(path, normalize: bool, documents_out, splits_out, embeddings_out,
     matrix = _normalized(data.words, data.vectors, norms, path) if normalize else data.vectors
     embeddings = embeddings_table(data.words, matrix, norms)
     report = pa.Table.from_pylist(
-        [{"dataset": dataset, **data.report, "normalized": bool(normalize)}], schema=REPORT)
-    log.info("%s: %s, %d documents, %d folds, %d empty, vocabulary %d (%s), dim %d, "
-             "norms min %.4g median %.4g max %.4g", path, data.report["layout"],
-             data.report["documents"], data.report["folds"], data.report["empty_documents"],
-             data.report["vocabulary"], data.report["word_identity"], data.report["dim"],
-             data.report["norm_min"], data.report["norm_median"], data.report["norm_max"])
+        [{"dataset": dataset, **data.report, "normalized": bool(normalize)}], schema=REPORT
+    )
+    log.info(
+        "%s: %s, %d documents, %d folds, %d empty, vocabulary %d (%s), dim %d, "
+        "norms min %.4g median %.4g max %.4g",
+        path,
+        data.report["layout"],
+        data.report["documents"],
+        data.report["folds"],
+        data.report["empty_documents"],
+        data.report["vocabulary"],
+        data.report["word_identity"],
+        data.report["dim"],
+        data.report["norm_min"],
+        data.report["norm_median"],
+        data.report["norm_max"],
+    )
     # Every table is built (and so validated) above; only now is anything written.
     write_table(data.documents, documents_out, schemas.DOCUMENTS)
     write_table(data.splits, splits_out, schemas.SPLITS)

@@ -50,8 +50,9 @@ _PNG_DPI = 150
 _BOW_COLOUR, _TFIDF_COLOUR, _WMD_COLOUR = "#4C72B0", "#DD8452", "#55A868"
 
 
-def save_figure(fig: Figure, out_png: str | os.PathLike,
-                svg: bool = True) -> tuple[Path, Path | None]:
+def save_figure(
+    fig: Figure, out_png: str | os.PathLike, svg: bool = True
+) -> tuple[Path, Path | None]:
     """Save ``fig`` as ``out_png`` and (``svg``) as the .svg next to it, atomically,
     reproducibly. The paper's figures come as both; the analyses' only as PNG (an SVG of
     hundreds of lines costs as much as the analysis itself)."""
@@ -102,14 +103,22 @@ def figure3_bars(unnormalised: str = "None/L2") -> tuple[Bar, ...]:
 
 def _bar_style(bar: Bar) -> dict:
     if bar.unnormalised:
-        return {"facecolor": to_rgba(bar.colour, 0.3),
-                "edgecolor": bar.colour, "hatch": "///", "linewidth": 0.8}
+        return {
+            "facecolor": to_rgba(bar.colour, 0.3),
+            "edgecolor": bar.colour,
+            "hatch": "///",
+            "linewidth": 0.8,
+        }
     return {"facecolor": bar.colour, "edgecolor": bar.colour, "linewidth": 0.8}
 
 
-def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
-            datasets: Sequence[str] | None = None,
-            unnormalised: str = "None/L2") -> tuple[Path, Path]:
+def figure3(
+    scores: pa.Table,
+    variant: str,
+    out_png: str | os.PathLike,
+    datasets: Sequence[str] | None = None,
+    unnormalised: str = "None/L2",
+) -> tuple[Path, Path]:
     """Bar chart of kNN test errors, one panel per dataset (errors differ by an order
     of magnitude between datasets, so panels get their own y scale). Error bars are the
     standard deviation over folds (ddof = 0); one-fold datasets have none.
@@ -120,8 +129,9 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
     bars = figure3_bars(unnormalised)
     n_rows, n_columns = _grid(len(datasets))
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(max(2.6 * n_columns + 0.6, 5.6), 2.4 * n_rows + 1.3),
-                     layout="constrained")
+        fig = Figure(
+            figsize=(max(2.6 * n_columns + 0.6, 5.6), 2.4 * n_rows + 1.3), layout="constrained"
+        )
         fig.suptitle(f"kNN test error, {variant} data (lower is better)")
         if not datasets:
             fig.text(0.5, 0.5, f"no kNN scores for the {variant} data", ha="center")
@@ -132,8 +142,15 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
                 if cell is None:
                     continue
                 spread = float(np.std(cell.errors)) if len(cell.errors) > 1 else None
-                ax.bar(position, cell.mean, width=0.8, yerr=spread, capsize=2,
-                       error_kw={"linewidth": 0.8}, **_bar_style(bar))
+                ax.bar(
+                    position,
+                    cell.mean,
+                    width=0.8,
+                    yerr=spread,
+                    capsize=2,
+                    error_kw={"linewidth": 0.8},
+                    **_bar_style(bar),
+                )
             ax.set_title(dataset)
             ax.set_xticks([])
             ax.set_xlim(-0.7, len(bars) - 0.3)
@@ -147,14 +164,22 @@ def figure3(scores: pa.Table, variant: str, out_png: str | os.PathLike,
                 ax.set_ylabel("test error (%)")
         handles = [Patch(label=bar.method, **_bar_style(bar)) for bar in bars]
         # Five legend entries do not fit in one line under one or two panels.
-        fig.legend(handles=handles, loc="outside lower center",
-                   ncols=len(bars) if n_columns >= 3 else 3, frameon=False)
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(bars) if n_columns >= 3 else 3,
+            frameon=False,
+        )
         return save_figure(fig, out_png)
 
 
-def run_figure3(scores_path: str | os.PathLike, out_png: str | os.PathLike,
-                variant: str = "original", expected: Expected | None = None,
-                unnormalised: str = "None/L2") -> tuple[Path, Path]:
+def run_figure3(
+    scores_path: str | os.PathLike,
+    out_png: str | os.PathLike,
+    variant: str = "original",
+    expected: Expected | None = None,
+    unnormalised: str = "None/L2",
+) -> tuple[Path, Path]:
     """Figure 3 of ``variant``; with ``expected`` (:mod:`wmdeval.core.coverage`) the scores
     must cover exactly it, and its datasets are the panels, in order."""
     scores = read_table(scores_path, schemas.SCORES)
@@ -168,8 +193,9 @@ def run_figure3(scores_path: str | os.PathLike, out_png: str | os.PathLike,
 # --------------------------------------------------------------------------- Figure 4
 
 
-def query_candidates(folds: Sequence[tuple[np.ndarray, np.ndarray]],
-                     n_documents: int) -> tuple[np.ndarray, np.ndarray]:
+def query_candidates(
+    folds: Sequence[tuple[np.ndarray, np.ndarray]], n_documents: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(query positions, candidate positions) for the nearest-neighbour pairs.
 
     A one-fold dataset has a fixed split: each test document looks among the training
@@ -183,8 +209,9 @@ def query_candidates(folds: Sequence[tuple[np.ndarray, np.ndarray]],
     return everyone, everyone
 
 
-def nearest_neighbour_pairs(distances: np.ndarray, queries: np.ndarray,
-                            candidates: np.ndarray, block_rows: int = 1024) -> np.ndarray:
+def nearest_neighbour_pairs(
+    distances: np.ndarray, queries: np.ndarray, candidates: np.ndarray, block_rows: int = 1024
+) -> np.ndarray:
     """(query, nearest candidate) position pairs, int64 [m, 2], in query order.
 
     A document is never its own neighbour; NaN distances (empty documents) are never
@@ -195,7 +222,7 @@ def nearest_neighbour_pairs(distances: np.ndarray, queries: np.ndarray,
     candidates = np.sort(np.asarray(candidates, dtype=np.int64))
     pairs = []
     for start in range(0, len(queries), block_rows):
-        rows = queries[start:start + block_rows]
+        rows = queries[start : start + block_rows]
         block = np.asarray(distances[np.ix_(rows, candidates)], dtype=np.float64)
         block[~np.isfinite(block) | (rows[:, None] == candidates[None, :])] = np.inf
         nearest = block.argmin(axis=1)  # the first minimum: the lowest candidate on ties
@@ -251,15 +278,17 @@ def matched_words(inputs: solver.WmdInputs, pairs: np.ndarray) -> MatchedWords:
     return MatchedWords(np.concatenate(costs), np.concatenate(mass), n_pairs)
 
 
-def match_histogram(matched: MatchedWords, bins: int = 20,
-                    upper: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def match_histogram(
+    matched: MatchedWords, bins: int = 20, upper: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges [bins + 1], fraction of the moved mass per bin [bins]) over
     [0, ``upper``] (default: the largest matched distance); fractions sum to 1."""
     if upper is None:
         upper = float(matched.costs.max()) if matched.costs.size else 0.0
     upper = upper if upper > 0 else 1.0  # only exact matches: any range holds them
-    weights, edges = np.histogram(matched.costs, bins=bins, range=(0.0, upper),
-                                  weights=matched.mass)
+    weights, edges = np.histogram(
+        matched.costs, bins=bins, range=(0.0, upper), weights=matched.mass
+    )
     total = weights.sum()
     return edges, (weights / total if total > 0 else weights)
 
@@ -276,8 +305,12 @@ class Figure4Panel:
     pair_source: str = ""  # which WMD picked the neighbours, shown under the figure
 
 
-def figure4(panels: Sequence[Figure4Panel], out_png: str | os.PathLike, bins: int = 20,
-            title: str | None = None) -> tuple[Path, Path]:
+def figure4(
+    panels: Sequence[Figure4Panel],
+    out_png: str | os.PathLike,
+    bins: int = 20,
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """Histograms of the distances of matched words, weighted by the transported mass,
     one panel per dataset and one block of panels per embedding (``Figure4Panel.row``,
     in order of first appearance), as the paper's Figure 4 (top 300-d, bottom 5-d).
@@ -290,9 +323,10 @@ def figure4(panels: Sequence[Figure4Panel], out_png: str | os.PathLike, bins: in
     matched = {key: matched_words(panel.inputs, panel.pairs) for key, panel in by_key.items()}
     n_rows, n_columns = _grid(len(datasets))
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(_figure_width(n_columns),
-                              (2.5 * n_rows + 0.35) * max(1, len(rows)) + 0.7),
-                     layout="constrained")
+        fig = Figure(
+            figsize=(_figure_width(n_columns), (2.5 * n_rows + 0.35) * max(1, len(rows)) + 0.7),
+            layout="constrained",
+        )
         fig.suptitle(title or "Distances of matched words in nearest-neighbour document pairs")
         if not panels:
             fig.text(0.5, 0.5, "no datasets", ha="center")
@@ -300,8 +334,14 @@ def figure4(panels: Sequence[Figure4Panel], out_png: str | os.PathLike, bins: in
         # Even a single block gets its heading: it names the embedding dimension.
         axes_blocks = _panel_blocks(fig, rows, len(datasets), ylabel="fraction of moved mass")
         for row, axes in zip(rows, axes_blocks, strict=True):
-            upper = max((float(matched[key].costs.max()) for key in matched
-                         if key[0] == row and matched[key].costs.size), default=0.0)
+            upper = max(
+                (
+                    float(matched[key].costs.max())
+                    for key in matched
+                    if key[0] == row and matched[key].costs.size
+                ),
+                default=0.0,
+            )
             for ax, dataset in zip(axes, datasets, strict=True):
                 panel = by_key.get((row, dataset))
                 if panel is None:
@@ -315,15 +355,29 @@ def figure4(panels: Sequence[Figure4Panel], out_png: str | os.PathLike, bins: in
         return save_figure(fig, out_png)
 
 
-def _histogram_panel(ax, panel: Figure4Panel, matched: MatchedWords, bins: int,
-                     upper: float) -> None:
+def _histogram_panel(
+    ax, panel: Figure4Panel, matched: MatchedWords, bins: int, upper: float
+) -> None:
     edges, fractions = match_histogram(matched, bins, upper)
-    ax.bar(edges[:-1], fractions, width=np.diff(edges), align="edge", color=_WMD_COLOUR,
-           edgecolor="white", linewidth=0.4)
-    used = (f"{matched.n_pairs:,} documents" if matched.n_pairs == panel.n_queries
-            else f"{matched.n_pairs:,} of {panel.n_queries:,} documents")
-    at_zero = ("" if math.isnan(matched.share_at_zero)
-               else f"\nsame word (distance 0): {matched.share_at_zero:.0%}")
+    ax.bar(
+        edges[:-1],
+        fractions,
+        width=np.diff(edges),
+        align="edge",
+        color=_WMD_COLOUR,
+        edgecolor="white",
+        linewidth=0.4,
+    )
+    used = (
+        f"{matched.n_pairs:,} documents"
+        if matched.n_pairs == panel.n_queries
+        else f"{matched.n_pairs:,} of {panel.n_queries:,} documents"
+    )
+    at_zero = (
+        ""
+        if math.isnan(matched.share_at_zero)
+        else f"\nsame word (distance 0): {matched.share_at_zero:.0%}"
+    )
     # Top right, above headroom: the peak at 0 is on the left, the tail is low.
     _panel_note(ax, used + at_zero, right=True)
     ax.set_title(panel.dataset)
@@ -349,24 +403,45 @@ class Figure4Item:
     pca_wmd: str | os.PathLike | None = None
 
 
-def run_figure4(datasets: Sequence[str], documents: Sequence[str | os.PathLike],
-                splits: Sequence[str | os.PathLike], matrices: Sequence[str | os.PathLike],
-                embeddings: Sequence[str | os.PathLike], out_png: str | os.PathLike,
-                max_documents: int | None, seed: int,
-                pca_embeddings: Sequence[str | os.PathLike] | None = None,
-                pca_matrices: Sequence[str | os.PathLike] | None = None) -> tuple[Path, Path]:
+def run_figure4(
+    datasets: Sequence[str],
+    documents: Sequence[str | os.PathLike],
+    splits: Sequence[str | os.PathLike],
+    matrices: Sequence[str | os.PathLike],
+    embeddings: Sequence[str | os.PathLike],
+    out_png: str | os.PathLike,
+    max_documents: int | None,
+    seed: int,
+    pca_embeddings: Sequence[str | os.PathLike] | None = None,
+    pca_matrices: Sequence[str | os.PathLike] | None = None,
+) -> tuple[Path, Path]:
     """Figure 4 from one file of each kind per dataset (the CLI's lists, in dataset order);
     see :func:`draw_figure4`."""
     n = len(datasets)
-    items = [Figure4Item(*fields) for fields in zip(
-        datasets, documents, splits, matrices, embeddings, pca_embeddings or [None] * n,
-        pca_matrices or [None] * n, strict=True)]
+    items = [
+        Figure4Item(*fields)
+        for fields in zip(
+            datasets,
+            documents,
+            splits,
+            matrices,
+            embeddings,
+            pca_embeddings or [None] * n,
+            pca_matrices or [None] * n,
+            strict=True,
+        )
+    ]
     return draw_figure4(items, out_png, max_documents=max_documents, seed=seed)
 
 
-def draw_figure4(items: Sequence[Figure4Item], out_png: str | os.PathLike, bins: int = 20,
-                 max_documents: int | None = None, seed: int = 0,
-                 title: str | None = None) -> tuple[Path, Path]:
+def draw_figure4(
+    items: Sequence[Figure4Item],
+    out_png: str | os.PathLike,
+    bins: int = 20,
+    max_documents: int | None = None,
+    seed: int = 0,
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """Figure 4 from per-dataset files (see :class:`Figure4Item`).
 
     ``max_documents``: per dataset and embedding, at most this many nearest-neighbour
@@ -392,20 +467,40 @@ def draw_figure4(items: Sequence[Figure4Item], out_png: str | os.PathLike, bins:
             pca_pairs = nearest_neighbour_pairs(pca_distances, queries, candidates)
             del pca_distances
             source = "nearest neighbours by the PCA WMD"
-        reduced.append((item.dataset, read_table(item.pca_embeddings), documents, pca_pairs,
-                        source))
+        reduced.append(
+            (item.dataset, read_table(item.pca_embeddings), documents, pca_pairs, source)
+        )
 
-    full_title = dimension_title([_table_dim(e) for _, e, _, _ in full], "embeddings",
-                                 "embeddings")
-    pca_title = dimension_title([_table_dim(e) for _, e, _, _, _ in reduced],
-                                "PCA embeddings", "PCA embeddings")
-    panels = [_figure4_panel(dataset, full_title, embeddings, documents, pairs,
-                             max_documents, seed, "top: nearest neighbours by WMD"
-                             if reduced else "")
-              for dataset, embeddings, documents, pairs in full]
-    panels += [_figure4_panel(dataset, pca_title, embeddings, documents, pairs,
-                              max_documents, seed, f"bottom: {source}")
-               for dataset, embeddings, documents, pairs, source in reduced]
+    full_title = dimension_title([_table_dim(e) for _, e, _, _ in full], "embeddings", "embeddings")
+    pca_title = dimension_title(
+        [_table_dim(e) for _, e, _, _, _ in reduced], "PCA embeddings", "PCA embeddings"
+    )
+    panels = [
+        _figure4_panel(
+            dataset,
+            full_title,
+            embeddings,
+            documents,
+            pairs,
+            max_documents,
+            seed,
+            "top: nearest neighbours by WMD" if reduced else "",
+        )
+        for dataset, embeddings, documents, pairs in full
+    ]
+    panels += [
+        _figure4_panel(
+            dataset,
+            pca_title,
+            embeddings,
+            documents,
+            pairs,
+            max_documents,
+            seed,
+            f"bottom: {source}",
+        )
+        for dataset, embeddings, documents, pairs, source in reduced
+    ]
     return figure4(panels, out_png, bins, title)
 
 
@@ -413,14 +508,22 @@ def _table_dim(embeddings: pa.Table) -> int:
     return embeddings.schema.field("vector").type.list_size
 
 
-def _figure4_panel(dataset: str, row: str, embeddings: pa.Table, documents: pa.Table,
-                   pairs: np.ndarray, max_documents: int | None, seed: int,
-                   pair_source: str) -> Figure4Panel:
+def _figure4_panel(
+    dataset: str,
+    row: str,
+    embeddings: pa.Table,
+    documents: pa.Table,
+    pairs: np.ndarray,
+    max_documents: int | None,
+    seed: int,
+    pair_source: str,
+) -> Figure4Panel:
     from ..distances.wmd import solver
 
     inputs = solver.prepare(documents, embeddings, "bow")
-    return Figure4Panel(dataset, row, inputs, sample_pairs(pairs, max_documents, seed),
-                        len(pairs), pair_source)
+    return Figure4Panel(
+        dataset, row, inputs, sample_pairs(pairs, max_documents, seed), len(pairs), pair_source
+    )
 
 
 # --------------------------------------------------------------------------- Figure 5
@@ -436,8 +539,9 @@ class PairStatistics:
     wmd_sample: np.ndarray
 
 
-def _finite_upper_pairs(wmd: np.ndarray, bow: np.ndarray,
-                        block_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _finite_upper_pairs(
+    wmd: np.ndarray, bow: np.ndarray, block_rows: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(wmd, bow) values of the finite pairs i < j, in row-major order, block by block.
 
     Blocks keep memory bounded: 20news has 177 million pairs.
@@ -446,15 +550,16 @@ def _finite_upper_pairs(wmd: np.ndarray, bow: np.ndarray,
     for start in range(0, n, block_rows):
         stop = min(n, start + block_rows)
         # Row r of the block keeps columns > r; the slice starts at start + 1.
-        upper = (np.arange(start + 1, n)[None, :] > np.arange(start, stop)[:, None])
-        w = np.asarray(wmd[start:stop, start + 1:], dtype=np.float64)[upper]
-        b = np.asarray(bow[start:stop, start + 1:], dtype=np.float64)[upper]
+        upper = np.arange(start + 1, n)[None, :] > np.arange(start, stop)[:, None]
+        w = np.asarray(wmd[start:stop, start + 1 :], dtype=np.float64)[upper]
+        b = np.asarray(bow[start:stop, start + 1 :], dtype=np.float64)[upper]
         finite = np.isfinite(w) & np.isfinite(b)
         yield w[finite], b[finite]
 
 
-def pair_statistics(wmd: np.ndarray, bow: np.ndarray, max_points: int = 20000,
-                    seed: int = 0, block_rows: int = 512) -> PairStatistics:
+def pair_statistics(
+    wmd: np.ndarray, bow: np.ndarray, max_points: int = 20000, seed: int = 0, block_rows: int = 512
+) -> PairStatistics:
     """Pearson's ρ over all finite pairs and a uniform seeded subsample to plot.
 
     Two passes: means first, then centred sums (accurate where one-pass sums of
@@ -495,11 +600,15 @@ def pair_statistics(wmd: np.ndarray, bow: np.ndarray, max_points: int = 20000,
 ScatterPanel = tuple[str, np.ndarray, np.ndarray, np.ndarray]
 
 
-def figure5(panels: Sequence[ScatterPanel], out_png: str | os.PathLike,
-            max_points: int = 20000, seed: int = 0, title: str | None = None,
-            pca_panels: Sequence[ScatterPanel | None] | None = None,
-            row_titles: Sequence[str] = ("full-dimensional embeddings", "PCA embeddings"),
-            ) -> tuple[Path, Path]:
+def figure5(
+    panels: Sequence[ScatterPanel],
+    out_png: str | os.PathLike,
+    max_points: int = 20000,
+    seed: int = 0,
+    title: str | None = None,
+    pca_panels: Sequence[ScatterPanel | None] | None = None,
+    row_titles: Sequence[str] = ("full-dimensional embeddings", "PCA embeddings"),
+) -> tuple[Path, Path]:
     """Scatter of WMD (y) against BOW (L1/L1) (x), one panel per
     ``(dataset, doc_ids, wmd_matrix, bow_l1_matrix)``, with Pearson's ρ over all pairs.
 
@@ -508,12 +617,13 @@ def figure5(panels: Sequence[ScatterPanel], out_png: str | os.PathLike,
     as in the paper (top 300-d, bottom 5-d); ``row_titles`` head the two blocks.
     """
     blocks = [list(panels)] + ([list(pca_panels)] if pca_panels is not None else [])
-    titles = list(row_titles[:len(blocks)]) if len(blocks) > 1 else [None]
+    titles = list(row_titles[: len(blocks)]) if len(blocks) > 1 else [None]
     n_rows, n_columns = _grid(len(panels))
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(_figure_width(n_columns),
-                              (2.8 * n_rows + 0.35) * len(blocks) + 0.4),
-                     layout="constrained")
+        fig = Figure(
+            figsize=(_figure_width(n_columns), (2.8 * n_rows + 0.35) * len(blocks) + 0.4),
+            layout="constrained",
+        )
         fig.suptitle(title or "WMD against BOW (L1/L1) over document pairs")
         if not panels:
             fig.text(0.5, 0.5, "no distance matrices", ha="center")
@@ -532,11 +642,21 @@ def _scatter_panel(ax, panel: ScatterPanel, max_points: int, seed: int) -> None:
     dataset, doc_ids, wmd_matrix, bow_matrix = panel
     stats = pair_statistics(np.asarray(wmd_matrix), np.asarray(bow_matrix), max_points, seed)
     # Rasterised points keep the SVG small; axes and text stay vector.
-    ax.scatter(stats.bow_sample, stats.wmd_sample, s=1.5, alpha=0.25,
-               color=_WMD_COLOUR, linewidths=0, rasterized=True)
+    ax.scatter(
+        stats.bow_sample,
+        stats.wmd_sample,
+        s=1.5,
+        alpha=0.25,
+        color=_WMD_COLOUR,
+        linewidths=0,
+        rasterized=True,
+    )
     rho = "undefined" if math.isnan(stats.rho) else f"{stats.rho:.3f}"
-    shown = (f"{stats.bow_sample.size:,} of {stats.n_pairs:,} pairs shown"
-             if stats.n_pairs > stats.bow_sample.size else f"{stats.n_pairs:,} pairs")
+    shown = (
+        f"{stats.bow_sample.size:,} of {stats.n_pairs:,} pairs shown"
+        if stats.n_pairs > stats.bow_sample.size
+        else f"{stats.n_pairs:,} pairs"
+    )
     _panel_note(ax, f"ρ = {rho}\n{shown}")
     ax.set_title(f"{dataset} ({len(doc_ids):,} documents)")
     ax.set_xlabel("BOW (L1/L1) distance")
@@ -547,9 +667,16 @@ def _scatter_panel(ax, panel: ScatterPanel, max_points: int, seed: int) -> None:
 
 
 def _panel_note(ax, text: str, right: bool = False) -> None:
-    ax.text(0.96 if right else 0.04, 0.96, text, transform=ax.transAxes, va="top",
-            ha="right" if right else "left", fontsize=8,
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    ax.text(
+        0.96 if right else 0.04,
+        0.96,
+        text,
+        transform=ax.transAxes,
+        va="top",
+        ha="right" if right else "left",
+        fontsize=8,
+        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+    )
 
 
 def _no_data(ax, text: str) -> None:
@@ -558,8 +685,9 @@ def _no_data(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def _panel_blocks(fig: Figure, titles: Sequence[str | None], n_panels: int,
-                  ylabel: str) -> list[np.ndarray]:
+def _panel_blocks(
+    fig: Figure, titles: Sequence[str | None], n_panels: int, ylabel: str
+) -> list[np.ndarray]:
     """Axes of ``n_panels`` panels per block, one block per title, blocks stacked.
 
     Two blocks are the paper's top (full-dimensional) and bottom (5-d) rows; each is a
@@ -587,13 +715,15 @@ def _panel_blocks(fig: Figure, titles: Sequence[str | None], n_panels: int,
 
 def documents_in_order(documents: pa.Table, doc_ids: np.ndarray) -> pa.Table:
     """The rows of ``documents`` for ``doc_ids``, in that order (a distance matrix's)."""
-    rows = positions(documents.column("doc_id").to_numpy(), doc_ids,
-                     "the documents (named by the distance matrix)")
+    rows = positions(
+        documents.column("doc_id").to_numpy(),
+        doc_ids,
+        "the documents (named by the distance matrix)",
+    )
     return documents.take(pa.array(rows, type=pa.int64()))
 
 
-def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
-                  block_rows: int = 1024) -> np.ndarray:
+def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray, block_rows: int = 1024) -> np.ndarray:
     """BOW (L1/L1) distances (float32, like stored WMD) between ``doc_ids``, in that order.
 
     Documents without words get NaN rows and columns, as in a WMD matrix.
@@ -601,11 +731,12 @@ def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray,
     counts, _ = baselines.count_matrix(documents_in_order(documents, doc_ids))
     everyone = np.arange(len(doc_ids))
     # BOW has no IDF, so the training positions do not matter.
-    bow = BaselineDistances(counts, methods.BY_SLUG["bow-l1-l1"], everyone,
-                            np.diff(counts.indptr) == 0)
+    bow = BaselineDistances(
+        counts, methods.BY_SLUG["bow-l1-l1"], everyone, np.diff(counts.indptr) == 0
+    )
     out = np.empty((len(doc_ids), len(doc_ids)), dtype=np.float32)
     for start in range(0, len(doc_ids), block_rows):
-        block = everyone[start:start + block_rows]
+        block = everyone[start : start + block_rows]
         out[block] = bow.block(block, everyone)
     return out
 
@@ -622,24 +753,36 @@ def dimension_title(dims: Sequence[int | None], kind: str, unknown: str) -> str:
     return f"{'/'.join(map(str, known))}-d {kind}" if known else unknown
 
 
-def run_figure5(datasets: Sequence[str], matrices: Sequence[str | os.PathLike],
-                documents: Sequence[str | os.PathLike], out_png: str | os.PathLike,
-                max_points: int, seed: int,
-                embeddings: Sequence[str | os.PathLike] | None = None,
-                pca_matrices: Sequence[str | os.PathLike] | None = None,
-                pca_dim: int | None = None) -> tuple[Path, Path]:
+def run_figure5(
+    datasets: Sequence[str],
+    matrices: Sequence[str | os.PathLike],
+    documents: Sequence[str | os.PathLike],
+    out_png: str | os.PathLike,
+    max_points: int,
+    seed: int,
+    embeddings: Sequence[str | os.PathLike] | None = None,
+    pca_matrices: Sequence[str | os.PathLike] | None = None,
+    pca_dim: int | None = None,
+) -> tuple[Path, Path]:
     """Figure 5 from one file of each kind per dataset (the CLI's lists, in dataset order);
     the first embeddings table names the full dimension. See :func:`draw_figure5`."""
     pca = pca_matrices or [None] * len(datasets)
     items = list(zip(datasets, matrices, documents, pca, strict=True))
     full_dim = embedding_dimension(embeddings[0]) if embeddings else None
-    return draw_figure5(items, out_png, max_points=max_points, seed=seed, full_dim=full_dim,
-                        pca_dim=pca_dim)
+    return draw_figure5(
+        items, out_png, max_points=max_points, seed=seed, full_dim=full_dim, pca_dim=pca_dim
+    )
 
 
-def draw_figure5(items: Sequence[tuple], out_png: str | os.PathLike, max_points: int,
-                 seed: int, title: str | None = None, full_dim: int | None = None,
-                 pca_dim: int | None = None) -> tuple[Path, Path]:
+def draw_figure5(
+    items: Sequence[tuple],
+    out_png: str | os.PathLike,
+    max_points: int,
+    seed: int,
+    title: str | None = None,
+    full_dim: int | None = None,
+    pca_dim: int | None = None,
+) -> tuple[Path, Path]:
     """Figure 5 from ``(dataset, WMD DISTANCES path, DOCUMENTS path)`` items, or
     ``(dataset, WMD path, DOCUMENTS path, PCA WMD path or None)`` for the second block.
 
@@ -655,17 +798,28 @@ def draw_figure5(items: Sequence[tuple], out_png: str | os.PathLike, max_points:
         documents = read_documents(documents_path)
         bow = bow_l1_matrix(documents, doc_ids)
         panels.append((dataset, doc_ids, wmd, bow))
-        pca_panels.append(None if pca_path is None else
-                          _pca_scatter_panel(dataset, pca_path, documents, doc_ids, bow))
+        pca_panels.append(
+            None
+            if pca_path is None
+            else _pca_scatter_panel(dataset, pca_path, documents, doc_ids, bow)
+        )
     has_pca = any(panel is not None for panel in pca_panels)
-    row_titles = (dimension_title([full_dim], "embeddings", "full-dimensional embeddings"),
-                  dimension_title([pca_dim], "PCA embeddings", "PCA embeddings"))
-    return figure5(panels, out_png, max_points, seed, title,
-                   pca_panels if has_pca else None, row_titles)
+    row_titles = (
+        dimension_title([full_dim], "embeddings", "full-dimensional embeddings"),
+        dimension_title([pca_dim], "PCA embeddings", "PCA embeddings"),
+    )
+    return figure5(
+        panels, out_png, max_points, seed, title, pca_panels if has_pca else None, row_titles
+    )
 
 
-def _pca_scatter_panel(dataset: str, pca_path: str | os.PathLike, documents: pa.Table,
-                       doc_ids: np.ndarray, bow: np.ndarray) -> ScatterPanel:
+def _pca_scatter_panel(
+    dataset: str,
+    pca_path: str | os.PathLike,
+    documents: pa.Table,
+    doc_ids: np.ndarray,
+    bow: np.ndarray,
+) -> ScatterPanel:
     pca_ids, pca_wmd = read_distances(pca_path)
     # The same documents in the same order reuse the BOW matrix (20news: 1.4 GB).
     if not np.array_equal(pca_ids, doc_ids):

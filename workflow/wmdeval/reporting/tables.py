@@ -74,8 +74,9 @@ def method_sort_key(name: str) -> tuple:
     return (2, 0, (0, ""), name)
 
 
-def collect_scores(paths: Sequence[str | os.PathLike],
-                   expected: Expected | None = None) -> pa.Table:
+def collect_scores(
+    paths: Sequence[str | os.PathLike], expected: Expected | None = None
+) -> pa.Table:
     """Concatenate SCORES files, sorted by dataset (order of first appearance in
     ``paths``), variant, method (Table 2 row order), classifier and fold.
 
@@ -88,8 +89,16 @@ def collect_scores(paths: Sequence[str | os.PathLike],
     columns = {name: table.column(name).to_pylist() for name in schemas.SCORES.names}
     dataset_order = list(dict.fromkeys(columns["dataset"]))
 
-    keys = list(zip(columns["dataset"], columns["variant"], columns["method"],
-                    columns["classifier"], columns["fold"], strict=True))
+    keys = list(
+        zip(
+            columns["dataset"],
+            columns["variant"],
+            columns["method"],
+            columns["classifier"],
+            columns["fold"],
+            strict=True,
+        )
+    )
     seen: set[tuple] = set()
     for key in keys:
         if key in seen:
@@ -98,15 +107,23 @@ def collect_scores(paths: Sequence[str | os.PathLike],
 
     def sort_key(row: int) -> tuple:
         dataset, variant, method, classifier, fold = keys[row]
-        return (dataset_order.index(dataset), _rank(VARIANT_ORDER, variant),
-                method_sort_key(method), _rank(CLASSIFIER_ORDER, classifier), fold)
+        return (
+            dataset_order.index(dataset),
+            _rank(VARIANT_ORDER, variant),
+            method_sort_key(method),
+            _rank(CLASSIFIER_ORDER, classifier),
+            fold,
+        )
 
     order = sorted(range(table.num_rows), key=sort_key)
     return table.take(pa.array(order, type=pa.int64()))
 
 
-def run_collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike,
-                expected: Expected | None = None) -> None:
+def run_collect(
+    paths: Sequence[str | os.PathLike],
+    out_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
     """Write ``results/scores.parquet`` from the per-(dataset, variant) score files."""
     write_table(collect_scores(paths, expected), out_path, schemas.SCORES)
 
@@ -131,25 +148,31 @@ class CellErrors:
 
 
 def format_errors(errors_percent: Sequence[float]) -> str:
-    """"mean ± std" (one decimal, ddof = 0) for several folds, the number for one fold."""
+    """ "mean ± std" (one decimal, ddof = 0) for several folds, the number for one fold."""
     return CellErrors(np.asarray(errors_percent, dtype=np.float64)).text()
 
 
-def fold_errors(scores: pa.Table, variant: str, classifier: str) -> dict[tuple[str, str],
-                                                                        CellErrors]:
+def fold_errors(
+    scores: pa.Table, variant: str, classifier: str
+) -> dict[tuple[str, str], CellErrors]:
     """(method, dataset) -> per-fold test errors in percent, in fold order."""
-    columns = {n: scores.column(n).to_pylist()
-               for n in ("dataset", "variant", "method", "classifier", "fold", "test_error")}
+    columns = {
+        n: scores.column(n).to_pylist()
+        for n in ("dataset", "variant", "method", "classifier", "fold", "test_error")
+    }
     collected: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for dataset, var, method, clf, fold, error in zip(*columns.values(), strict=True):
         if var == variant and clf == classifier:
             collected.setdefault((method, dataset), []).append((fold, 100.0 * error))
-    return {key: CellErrors(np.array([e for _, e in sorted(values)]))
-            for key, values in collected.items()}
+    return {
+        key: CellErrors(np.array([e for _, e in sorted(values)]))
+        for key, values in collected.items()
+    }
 
 
-def relative_error(method_means: dict[str, float], reference_means: dict[str, float],
-                   datasets: Sequence[str]) -> float | None:
+def relative_error(
+    method_means: dict[str, float], reference_means: dict[str, float], datasets: Sequence[str]
+) -> float | None:
     """Mean over the method's datasets of its mean error / the reference's mean error.
 
     None when the reference lacks one of those datasets or has a zero error there
@@ -170,10 +193,16 @@ def table_header(datasets: Sequence[str]) -> list[str]:
     return ["method", *datasets, "rel."]
 
 
-def paper_table(scores: pa.Table, variant: str, classifier: str,
-                methods: Sequence[str] | None, datasets: Sequence[str],
-                reference_variant: str | None = None, reference_classifier: str = "knn",
-                reference_method: str = methods_module.REFERENCE) -> list[list[str]]:
+def paper_table(
+    scores: pa.Table,
+    variant: str,
+    classifier: str,
+    methods: Sequence[str] | None,
+    datasets: Sequence[str],
+    reference_variant: str | None = None,
+    reference_classifier: str = "knn",
+    reference_method: str = methods_module.REFERENCE,
+) -> list[list[str]]:
     """Rows of one results table: ``[method, cell per dataset..., rel.]`` (all strings).
 
     Rows are the requested ``methods`` (default: all 14) that have scores, in the order
@@ -186,8 +215,7 @@ def paper_table(scores: pa.Table, variant: str, classifier: str,
     wanted = METHOD_NAMES if methods is None else tuple(methods)
     cells = fold_errors(scores, variant, classifier)
     reference_cells = fold_errors(scores, reference_variant or variant, reference_classifier)
-    reference_means = {d: c.mean for (m, d), c in reference_cells.items()
-                       if m == reference_method}
+    reference_means = {d: c.mean for (m, d), c in reference_cells.items() if m == reference_method}
     present = {m for m, _ in cells}
     row_methods = sorted({m for m in wanted if m in present}, key=method_sort_key)
 
@@ -199,8 +227,10 @@ def paper_table(scores: pa.Table, variant: str, classifier: str,
         means = {d: c.mean for d, c in zip(datasets, row_cells, strict=True) if c is not None}
         rel = relative_error(means, reference_means, datasets)
         values.append([c.mean if c is not None else None for c in row_cells] + [rel])
-        texts.append([c.text() if c is not None else "" for c in row_cells]
-                     + ["" if rel is None else f"{rel:.3f}"])
+        texts.append(
+            [c.text() if c is not None else "" for c in row_cells]
+            + ["" if rel is None else f"{rel:.3f}"]
+        )
 
     for column in range(len(datasets) + 1):
         column_values = [row[column] for row in values if row[column] is not None]
@@ -215,14 +245,16 @@ def paper_table(scores: pa.Table, variant: str, classifier: str,
 
 def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     """A GitHub pipe table (no trailing newline)."""
+
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
 
 
-def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
-                      split_cell: Callable[[list[dict]], str]) -> tuple[str, str]:
+def comparison_tables(
+    rows: Sequence[dict], class_cell: Callable[[dict], str], split_cell: Callable[[list[dict]], str]
+) -> tuple[str, str]:
     """Markdown tables of per-comparison results (rows of the groups of
     :func:`wmdeval.core.groups.comparisons`): classes (methods x dataset variant: class
     pair, ``class_cell`` of the row) and train vs test (methods x dataset variant,
@@ -230,11 +262,13 @@ def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
     methods = sorted({r["method"] for r in rows}, key=method_sort_key)
     classes = [r for r in rows if not r["comparison"].startswith(SPLIT_COMPARISON)]
     columns = list(dict.fromkeys((r["dataset"], r["variant"], r["comparison"]) for r in classes))
-    cells = {(r["method"], r["dataset"], r["variant"], r["comparison"]): class_cell(r)
-             for r in classes}
+    cells = {
+        (r["method"], r["dataset"], r["variant"], r["comparison"]): class_cell(r) for r in classes
+    }
     class_table = markdown_table(
         [[m] + [cells.get((m, *c), "") for c in columns] for m in methods],
-        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns])
+        ["method"] + [f"{d} ({v}): {c}" for d, v, c in columns],
+    )
 
     folds: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -242,15 +276,23 @@ def comparison_tables(rows: Sequence[dict], class_cell: Callable[[dict], str],
             folds.setdefault((r["method"], r["dataset"], r["variant"]), []).append(r)
     groups = list(dict.fromkeys((d, v) for _, d, v in folds))
     split_table = markdown_table(
-        [[m] + [split_cell(folds[(m, *g)]) if (m, *g) in folds else "" for g in groups]
-         for m in methods],
-        ["method"] + [f"{d} ({v})" for d, v in groups])
+        [
+            [m] + [split_cell(folds[(m, *g)]) if (m, *g) in folds else "" for g in groups]
+            for m in methods
+        ],
+        ["method"] + [f"{d} ({v})" for d, v in groups],
+    )
     return class_table, split_table
 
 
-def write_table_files(rows: Sequence[Sequence[str]], header: Sequence[str],
-                      csv_path: str | os.PathLike, md_path: str | os.PathLike,
-                      title: str, note: str) -> None:
+def write_table_files(
+    rows: Sequence[Sequence[str]],
+    header: Sequence[str],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    title: str,
+    note: str,
+) -> None:
     """Write the table as CSV (header row first) and as Markdown (title, table, note)."""
     buffer = stdio.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -286,7 +328,7 @@ _PCA_REFERENCE_METHODS = ("BOW (L1/L1)", "WMD")
 
 _PCA_NOTE = (
     "The first two rows are the same as in {knn_table} for reference. "
-    "\"(d-d PCA)\": the same distance computed on the word vectors projected to d "
+    '"(d-d PCA)": the same distance computed on the word vectors projected to d '
     "dimensions by PCA, fit on every word vector of the dataset with one row per "
     "document that contains the word; the projected vectors are not re-normalised."
 )
@@ -298,37 +340,85 @@ def allwords_variant(variant: str) -> str:
 
 
 TABLES: tuple[TableSpec, ...] = (
-    TableSpec("table2", "Table 2: kNN test error (%), original data", "original", "knn",
-              METHOD_NAMES),
-    TableSpec("table3", "Table 3: kNN test error (%), clean data (no duplicate documents)",
-              "clean", "knn", _FIRST_BLOCK,
-              extra_note="Table 7 has every normalisation and metric on the clean data."),
-    TableSpec("table7", "Table 7: kNN test error (%), clean data, all normalisations and "
-              "metrics", "clean", "knn", METHOD_NAMES),
-    TableSpec("table4", "Table 4: kNN test error (%) with all words kept, original data",
-              allwords_variant("original"), "knn", _ALLWORDS_METHODS, "original",
-              all_words=True),
-    TableSpec("table5", "Table 5: kNN test error (%) with all words kept, clean data",
-              allwords_variant("clean"), "knn", _ALLWORDS_METHODS, "clean",
-              all_words=True),
-    TableSpec("table6", "Table 6: weighted kNN (wkNN) test error (%), original data",
-              "original", "wknn", _WKNN_METHODS),
-    TableSpec("table6_clean", "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
-              "clean", "wknn", _WKNN_METHODS),
-    TableSpec("table8", "Table 8: kNN test error (%) of WMD with low-dimensional PCA "
-              "embeddings, original data", "original", "knn", _PCA_REFERENCE_METHODS,
-              with_pca_methods=True, extra_note=_PCA_NOTE.format(knn_table="Table 2")),
-    TableSpec("table8_clean", "Table 8 on clean data: kNN test error (%) of WMD with "
-              "low-dimensional PCA embeddings", "clean", "knn", _PCA_REFERENCE_METHODS,
-              with_pca_methods=True, extra_note=_PCA_NOTE.format(knn_table="Table 7")),
+    TableSpec(
+        "table2", "Table 2: kNN test error (%), original data", "original", "knn", METHOD_NAMES
+    ),
+    TableSpec(
+        "table3",
+        "Table 3: kNN test error (%), clean data (no duplicate documents)",
+        "clean",
+        "knn",
+        _FIRST_BLOCK,
+        extra_note="Table 7 has every normalisation and metric on the clean data.",
+    ),
+    TableSpec(
+        "table7",
+        "Table 7: kNN test error (%), clean data, all normalisations and metrics",
+        "clean",
+        "knn",
+        METHOD_NAMES,
+    ),
+    TableSpec(
+        "table4",
+        "Table 4: kNN test error (%) with all words kept, original data",
+        allwords_variant("original"),
+        "knn",
+        _ALLWORDS_METHODS,
+        "original",
+        all_words=True,
+    ),
+    TableSpec(
+        "table5",
+        "Table 5: kNN test error (%) with all words kept, clean data",
+        allwords_variant("clean"),
+        "knn",
+        _ALLWORDS_METHODS,
+        "clean",
+        all_words=True,
+    ),
+    TableSpec(
+        "table6",
+        "Table 6: weighted kNN (wkNN) test error (%), original data",
+        "original",
+        "wknn",
+        _WKNN_METHODS,
+    ),
+    TableSpec(
+        "table6_clean",
+        "Table 6 on clean data: weighted kNN (wkNN) test error (%)",
+        "clean",
+        "wknn",
+        _WKNN_METHODS,
+    ),
+    TableSpec(
+        "table8",
+        "Table 8: kNN test error (%) of WMD with low-dimensional PCA embeddings, original data",
+        "original",
+        "knn",
+        _PCA_REFERENCE_METHODS,
+        with_pca_methods=True,
+        extra_note=_PCA_NOTE.format(knn_table="Table 2"),
+    ),
+    TableSpec(
+        "table8_clean",
+        "Table 8 on clean data: kNN test error (%) of WMD with low-dimensional PCA embeddings",
+        "clean",
+        "knn",
+        _PCA_REFERENCE_METHODS,
+        with_pca_methods=True,
+        extra_note=_PCA_NOTE.format(knn_table="Table 7"),
+    ),
 )
 
 
 def pca_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
     """The "(<d>-d PCA)" methods with scores for ``variant`` and ``classifier``, by d."""
     columns = [scores.column(n).to_pylist() for n in ("variant", "classifier", "method")]
-    found = {method for var, clf, method in zip(*columns, strict=True)
-             if var == variant and clf == classifier and parse_pca_method(method)}
+    found = {
+        method
+        for var, clf, method in zip(*columns, strict=True)
+        if var == variant and clf == classifier and parse_pca_method(method)
+    }
     return sorted(found, key=method_sort_key)
 
 
@@ -350,8 +440,10 @@ def empty_test_documents(scores: pa.Table, variant: str, classifier: str) -> dic
     largest any method reports.
     """
     per_fold: dict[tuple[str, int], int] = {}
-    columns = [scores.column(n).to_pylist()
-               for n in ("dataset", "variant", "classifier", "fold", "n_test_empty")]
+    columns = [
+        scores.column(n).to_pylist()
+        for n in ("dataset", "variant", "classifier", "fold", "n_test_empty")
+    ]
     for dataset, var, clf, fold, empty in zip(*columns, strict=True):
         if var == variant and clf == classifier:
             per_fold[dataset, fold] = max(per_fold.get((dataset, fold), 0), empty)
@@ -364,35 +456,45 @@ def empty_test_documents(scores: pa.Table, variant: str, classifier: str) -> dic
 def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
     if not has_rows:
         if spec.all_words:
-            return ("No dataset of this run has scores with every word kept (all_words is "
-                    "off, or no dataset has raw text): this table has no rows.")
-        return (f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}' "
-                "(the variant is not in this run's variants): this table has no rows.")
+            return (
+                "No dataset of this run has scores with every word kept (all_words is "
+                "off, or no dataset has raw text): this table has no rows."
+            )
+        return (
+            f"No scores for variant '{spec.variant}' with classifier '{spec.classifier}' "
+            "(the variant is not in this run's variants): this table has no rows."
+        )
     reference = spec.reference_variant or spec.variant
     lines = [
         "Test error in percent: mean ± standard deviation over the folds (ddof = 0) for "
         "five-fold datasets, a single number for one-fold datasets.",
         f"rel.: mean over datasets of the method's mean error divided by that of "
         f"{methods_module.REFERENCE} with the standard kNN on the {reference} data"
-        + (f" (the first row of {_KNN_TABLE.get(reference, 'the kNN table')})."
-           if spec.classifier != "knn" or reference != spec.variant else "."),
+        + (
+            f" (the first row of {_KNN_TABLE.get(reference, 'the kNN table')})."
+            if spec.classifier != "knn" or reference != spec.variant
+            else "."
+        ),
         BEST_NOTE,
     ]
     if spec.extra_note:
         lines.insert(1, spec.extra_note)
     if spec.with_pca_methods and not pca_methods(scores, spec.variant, spec.classifier):
-        lines.insert(1, "No \"(d-d PCA)\" scores for this data: only the reference rows.")
+        lines.insert(1, 'No "(d-d PCA)" scores for this data: only the reference rows.')
     empty = empty_test_documents(scores, spec.variant, spec.classifier)
     if empty:
         counts = ", ".join(f"{d} {n}" for d, n in empty.items())
-        lines.append(f"Test documents without words, counted as errors for every method: "
-                     f"{counts}.")
+        lines.append(f"Test documents without words, counted as errors for every method: {counts}.")
     return "\n\n".join(lines)
 
 
-def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
-               expected: Expected, allwords_path: str | os.PathLike | None = None,
-               allwords_expected: Expected | None = None) -> list[Path]:
+def run_tables(
+    scores_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    expected: Expected,
+    allwords_path: str | os.PathLike | None = None,
+    allwords_expected: Expected | None = None,
+) -> list[Path]:
     """Write every table of TABLES as .csv and .md into ``out_dir``.
 
     ``expected`` is what the run covers (:mod:`wmdeval.core.coverage`): the scores must hold
@@ -408,34 +510,48 @@ def run_tables(scores_path: str | os.PathLike, out_dir: str | os.PathLike,
     allwords_datasets: list[str] = []
     if allwords_path is not None:
         if allwords_expected is None:
-            raise WmdevalError(f"{allwords_path}: all-words scores given without what they "
-                               "are expected to cover")
+            raise WmdevalError(
+                f"{allwords_path}: all-words scores given without what they are expected to cover"
+            )
         allwords = read_table(allwords_path, schemas.SCORES)
         require_exact_coverage(allwords, allwords_expected, str(allwords_path))
         allwords_datasets = list(allwords_expected["dataset"])
         variants = allwords.column("variant").to_pylist()
         renamed = pa.array([allwords_variant(v) for v in variants], pa.string())
-        allwords = allwords.set_column(allwords.schema.get_field_index("variant"), "variant",
-                                       renamed)
+        allwords = allwords.set_column(
+            allwords.schema.get_field_index("variant"), "variant", renamed
+        )
         scores = pa.concat_tables([scores, allwords.cast(scores.schema)])
     elif allwords_expected is not None and expects_rows(allwords_expected):
-        raise WmdevalError(f"{scores_path}: the run covers scores with every word kept, "
-                           "but none were given")
+        raise WmdevalError(
+            f"{scores_path}: the run covers scores with every word kept, but none were given"
+        )
     out_dir = Path(out_dir)
     tables = []
     for spec in TABLES:
         columns = allwords_datasets if spec.all_words else datasets
-        rows = paper_table(scores, spec.variant, spec.classifier, table_methods(spec, scores),
-                           columns,
-                           reference_variant=spec.reference_variant or spec.variant,
-                           reference_classifier="knn")
+        rows = paper_table(
+            scores,
+            spec.variant,
+            spec.classifier,
+            table_methods(spec, scores),
+            columns,
+            reference_variant=spec.reference_variant or spec.variant,
+            reference_classifier="knn",
+        )
         tables.append((spec, columns, rows))
     # Every check above passed before the first file is written.
     written = []
     for spec, columns, rows in tables:
         csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
-        write_table_files(rows, table_header(columns), csv_path, md_path, spec.title,
-                          table_note(spec, scores, bool(rows)))
+        write_table_files(
+            rows,
+            table_header(columns),
+            csv_path,
+            md_path,
+            spec.title,
+            table_note(spec, scores, bool(rows)),
+        )
         written += [csv_path, md_path]
     return written
 
@@ -454,10 +570,14 @@ def summary_rows(combined: pa.Table) -> tuple[list[str], list[list[str]]]:
     return header, [[text(row[c]) for c in header] for row in combined.to_pylist()]
 
 
-def run_summaries(inputs: Sequence[str | os.PathLike], csv_path: str | os.PathLike,
-                  md_path: str | os.PathLike, title: str,
-                  note: str = "One row per dataset.",
-                  expected: Expected | None = None) -> None:
+def run_summaries(
+    inputs: Sequence[str | os.PathLike],
+    csv_path: str | os.PathLike,
+    md_path: str | os.PathLike,
+    title: str,
+    note: str = "One row per dataset.",
+    expected: Expected | None = None,
+) -> None:
     """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table,
     whose rows must cover exactly ``expected`` when it is given."""
     tables = [read_table(path) for path in inputs]
