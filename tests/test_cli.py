@@ -130,3 +130,33 @@ def test_a_bad_block_name_is_a_usage_error(text, capsys):
         )
     assert stop.value.code == 2
     assert "--block" in capsys.readouterr().err
+
+
+def snakemake_blocks(keyword: str, text: str) -> dict[str, str]:
+    """{name: text} of the top-level ``rule`` or ``def`` blocks of a rules file."""
+    pattern = rf"^{keyword} (\w+)\W.*?\n(.*?)(?=^\S|\Z)"
+    return {m.group(1): m.group(2) for m in re.finditer(pattern, text, re.MULTILINE | re.DOTALL)}
+
+
+def test_every_rule_passes_the_required_flags_of_its_command_and_no_unknown_one():
+    """The other half of the table's contract: what each rule's shell line (with the
+    params and common.smk helpers that build parts of it) gives its command."""
+    rules_dir = REPO / "workflow" / "rules"
+    helpers = snakemake_blocks("def", (rules_dir / "common.smk").read_text())
+    by_name = {command.name: command for command in cli.COMMANDS}
+    checked = 0
+    for rules in sorted(rules_dir.glob("*.smk")):
+        for rule, text in snakemake_blocks("rule", rules.read_text()).items():
+            used = re.findall(r'"wmdeval ([a-z0-9-]+)', text)
+            if not used:
+                continue
+            called = [body for name, body in helpers.items() if re.search(rf"\b{name}\b", text)]
+            code = re.sub(r"(^|\s)#.*$", "", "\n".join([text, *called]), flags=re.MULTILINE)
+            given = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", code))
+            command = by_name[used[0]]
+            known = {argument.flag for argument in command.arguments}
+            required = {argument.flag for argument in command.arguments if argument.required}
+            assert given <= known, f"rule {rule}: {sorted(given - known)} unknown to {used[0]}"
+            assert required <= given, f"rule {rule} does not pass {sorted(required - given)}"
+            checked += 1
+    assert checked >= 25

@@ -386,7 +386,7 @@ def test_figure5_png_and_svg_are_reproducible(tmp_path):
     wmd, bow = _distance_matrices()
     panels = [("a", np.arange(40), wmd, bow), ("b", np.arange(40), bow, bow)]
     _assert_written_twice_identically(
-        lambda out: figures.figure5(panels, out, max_points=200), tmp_path
+        lambda out: figures.figure5(panels, out, max_points=200, seed=0), tmp_path
     )
 
 
@@ -647,7 +647,7 @@ def test_run_figure4_from_files_one_fold_with_pca(tmp_path):
         tmp_path / "pca.parquet",
         tmp_path / "wmd_pca.parquet",
     )
-    png, svg = figures.draw_figure4([item], tmp_path / "fig4.png", max_documents=3)
+    png, svg = figures.draw_figure4([item], tmp_path / "fig4.png", max_documents=3, seed=0)
     assert png.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg.read_bytes()
     assert figures.embedding_dimension(tmp_path / "pca.parquet") == 2
 
@@ -662,6 +662,7 @@ def test_figure5_with_pca_block_is_reproducible(tmp_path):
             panels,
             out,
             max_points=200,
+            seed=0,
             pca_panels=pca_panels,
             row_titles=("300-d embeddings", "5-d PCA embeddings"),
         ),

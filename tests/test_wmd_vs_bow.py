@@ -20,9 +20,11 @@ from wmdeval.distances.factory import prepare_variant
 MAX_PAIRS = 1_000_000  # the schema's default
 
 
-def pair_correlations(a, b, max_pairs=MAX_PAIRS, **kwargs):
+def pair_correlations(a, b, max_pairs=MAX_PAIRS, seed=0, **kwargs):
     """wmd_vs_bow.pair_correlations of two square matrices."""
-    return wmd_vs_bow.pair_correlations(DenseDistances(a), DenseDistances(b), max_pairs, **kwargs)
+    return wmd_vs_bow.pair_correlations(
+        DenseDistances(a), DenseDistances(b), max_pairs, seed, **kwargs
+    )
 
 
 def random_symmetric(rng, n, empty=()):

@@ -281,6 +281,8 @@ def test_block_count_does_not_change_the_matrix(finished_run, tmp_path):
                     "bow",
                     "--block",
                     f"{k}-of-3",
+                    "--threads",
+                    "1",
                     "--out",
                     path,
                 ]
@@ -361,6 +363,8 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
         "bow",
         "--block",
         "2-of-4",
+        "--threads",
+        "1",
         "--out",
         str(block),
     ]

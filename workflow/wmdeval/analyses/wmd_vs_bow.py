@@ -115,7 +115,7 @@ def pair_correlations(
     distances_a: Distances,
     distances_b: Distances,
     max_pairs: int,
-    seed: int = 0,
+    seed: int,
     block_rows: int | None = None,
 ) -> Correlations:
     """Pearson and Spearman correlations of two distances over the document pairs i < j

@@ -151,7 +151,7 @@ def select_gamma(
     y_fit: np.ndarray,
     y_val: np.ndarray,
     gammas: Iterable[float],
-    k: int = 19,
+    k: int,
 ) -> tuple[float, float]:
     """The gamma with the highest wkNN validation accuracy (a tie to the smallest gamma),
     and that accuracy, with k neighbours. ``dist_val_fit`` as for :func:`select_k`."""

@@ -150,6 +150,7 @@ class Distances:
 
     @property
     def n_documents(self) -> int:
+        """Documents of the variant: the length of ``empty``, the range of positions."""
         return len(self.empty)
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -157,6 +158,9 @@ class Distances:
         raise NotImplementedError
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Distances float64 [len(rows), len(cols)] between positions, a fresh array the
+        caller may write to; NaN = undefined, always in the rows and columns of the
+        ``empty`` documents."""
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
         out = self._pairs(rows, cols)
@@ -168,6 +172,9 @@ class Distances:
         return out
 
     def nearest(self, rows: np.ndarray, cols: np.ndarray, k: int) -> Neighbours:
+        """The k nearest of ``cols`` for every row: indices into ``cols`` int64 [len(rows),
+        k] and their distances float64, ranked by (distance, index in ``cols``); -1 (and
+        NaN) where a row has fewer than k defined distances."""
         dist = self.block(rows, cols)
         return _with_distances(rank_neighbours(dist, k), dist)
 
@@ -283,12 +290,16 @@ class NeighbourTable(Distances):
 
     @property
     def k(self) -> int:
+        """Neighbours held per query (the table's width)."""
         return self.index.shape[1]
 
     def _table_rows(self, rows: np.ndarray) -> np.ndarray:
         return positions(self.queries, rows, "the neighbour table's queries")
 
     def nearest(self, rows: np.ndarray, cols: np.ndarray, k: int) -> Neighbours:
+        """As :meth:`Distances.nearest`, from the table alone: ``rows`` must be queries and
+        ``cols`` a sorted subset of the candidates; a WmdevalError where a full row keeps
+        fewer than k neighbours inside ``cols`` (the k-th could lie outside the table)."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         cols = np.asarray(cols, dtype=np.int64)

@@ -437,9 +437,9 @@ def run_figure4(
 def draw_figure4(
     items: Sequence[Figure4Item],
     out_png: str | os.PathLike,
+    max_documents: int | None,
+    seed: int,
     bins: int = 20,
-    max_documents: int | None = None,
-    seed: int = 0,
     title: str | None = None,
 ) -> tuple[Path, Path]:
     """Figure 4 from per-dataset files (see :class:`Figure4Item`).
@@ -603,8 +603,8 @@ ScatterPanel = tuple[str, np.ndarray, np.ndarray, np.ndarray]
 def figure5(
     panels: Sequence[ScatterPanel],
     out_png: str | os.PathLike,
-    max_points: int = 20000,
-    seed: int = 0,
+    max_points: int,
+    seed: int,
     title: str | None = None,
     pca_panels: Sequence[ScatterPanel | None] | None = None,
     row_titles: Sequence[str] = ("full-dimensional embeddings", "PCA embeddings"),
