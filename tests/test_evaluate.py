@@ -523,17 +523,18 @@ def test_one_fold_is_computed_per_block(tiny, distance_calls):
 
 
 def test_evaluate_fold_reads_only_neighbours(tiny):
-    """kNN never asks for a block: a neighbour table gives the scores of the full matrix
-    (here one ranking every training document: the fit documents of the validation
-    splits need more than 19 of them)."""
+    """kNN never asks for a block: a neighbour table holding only each query role's k
+    nearest (ties included) gives the scores of the full matrix."""
+    from wmdeval.core.roles import query_roles
     from wmdeval.core.variant import NeighbourTable
 
     documents, splits, wmd = tiny
     variant = prepare_variant(documents, splits, wmd)
     y = variant.y
     dense = variant.wmd["wmd"]
+    table = NeighbourTable.from_distances(dense, query_roles(variant.folds, dense.empty, None))
+    assert table.held.nnz < 0.6 * len(y) ** 2
     for train, test in variant.folds:
-        table = NeighbourTable.from_distances(dense, np.arange(len(y)), train, len(train))
         assert evaluate.evaluate_fold(table, y, train, test) == evaluate.evaluate_fold(
             dense, y, train, test
         )

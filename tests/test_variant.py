@@ -195,42 +195,48 @@ def dense():
     return DenseDistances(matrix)
 
 
-def test_neighbour_table_gives_the_nearest_of_any_candidate_subset(dense):
+def _role(queries, candidates, k):
+    from wmdeval.core.roles import QueryRole
+
+    return QueryRole(0, "test", np.asarray(queries), np.asarray(candidates), k)
+
+
+def test_neighbour_table_gives_the_nearest_of_the_lists_it_was_searched_for(dense):
     candidates = np.sort(np.append(np.arange(0, 40, 2), 5))  # even positions, and 5 (empty)
-    queries = np.arange(40)
-    table = NeighbourTable.from_distances(dense, queries, candidates, 8)
-    assert not (table.index == 5).any()  # an empty document is never a neighbour
-    assert (table.index[5] == -1).all()  # and has none
-    rows = np.array([1, 5, 7, 30])
-    for cols in (candidates, candidates[candidates != 4][:12]):
-        for k in (1, 3):
-            got, want = table.nearest(rows, cols, k), dense.nearest(rows, cols, k)
-            np.testing.assert_array_equal(got.index, want.index)
-            np.testing.assert_array_equal(got.distance, want.distance)
+    queries = np.arange(1, 40, 2)
+    table = NeighbourTable.from_distances(dense, [_role(queries, candidates, 8)])
+    held = table.held.tocoo()
+    assert 5 not in held.row and 5 not in held.col  # an empty document is never a neighbour
+    for k in (1, 3, 8):
+        got, want = table.nearest(queries, candidates, k), dense.nearest(queries, candidates, k)
+        np.testing.assert_array_equal(got.index, want.index)
+        np.testing.assert_array_equal(got.distance, want.distance)
+    got = table.nearest(np.array([5, 7]), candidates, 2)  # an empty row has none
+    assert (got.index[0] == -1).all() and (got.index[1] >= 0).all()
 
 
 def test_neighbour_table_refuses_what_it_cannot_know(dense):
-    candidates = np.arange(20)
-    table = NeighbourTable.from_distances(dense, np.arange(40), candidates, 3)
-    with pytest.raises(io.WmdevalError, match="cannot give the 4 nearest"):
-        table.nearest(np.array([30]), candidates, 4)
-    with pytest.raises(io.WmdevalError, match="sorted columns among the candidates"):
-        table.nearest(np.array([30]), np.array([25]), 1)
-    with pytest.raises(io.WmdevalError, match="queries lack 1 document"):
-        NeighbourTable.from_distances(dense, np.array([1, 2]), candidates, 3).nearest(
-            np.array([3]), candidates, 1
-        )
+    candidates = np.arange(0, 40, 2)
+    table = NeighbourTable.from_distances(dense, [_role(np.arange(1, 40, 2), candidates, 3)])
+    with pytest.raises(io.WmdevalError, match="not proven complete"):
+        table.nearest(np.array([31]), candidates, 4)
+    with pytest.raises(io.WmdevalError, match="no search was made among these candidates"):
+        table.nearest(np.array([31]), candidates[1:], 1)
+    with pytest.raises(io.WmdevalError, match="some rows were not searched"):
+        table.nearest(np.array([30]), candidates, 1)
     # block: the pairs the table holds (and NaN for empty documents), else an error
-    held = table.index[30]
+    held = table.nearest(np.array([31]), candidates, 3).index[0]
     np.testing.assert_array_equal(
-        table.block(np.array([30]), held), dense.block(np.array([30]), held)
+        table.block(np.array([31]), candidates[held]), dense.block(np.array([31]), candidates[held])
     )
     assert np.isnan(table.block(np.array([5]), np.array([1, 2]))).all()
     with pytest.raises(io.WmdevalError, match="pairs the table does not hold"):
-        table.block(np.array([30]), candidates)
+        table.block(np.array([31]), candidates)
 
 
 def test_neighbour_table_checks_the_nan_rule():
     empty = np.array([False, True, False])
-    with pytest.raises(ValueError, match="empty document"):
-        NeighbourTable(np.array([0]), np.array([[1]]), np.array([[0.5]]), np.array([1, 2]), empty)
+    with pytest.raises(io.WmdevalError, match="empty document"):
+        NeighbourTable(np.array([0]), np.array([1]), np.array([0.5]), {}, empty)
+    with pytest.raises(io.WmdevalError, match="listed twice"):
+        NeighbourTable(np.array([0, 0]), np.array([2, 2]), np.array([0.5, 0.5]), {}, empty)

@@ -20,8 +20,6 @@ Settings are the ``evaluation:`` config; a missing key takes the schema's defaul
 
 from __future__ import annotations
 
-import copy
-import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +29,7 @@ import pyarrow as pa
 
 from ..core import io, schemas
 from ..core.methods import WMD_METHODS, Method
+from ..core.roles import complete_settings, fold_lists, validation_split, validation_splits
 from ..core.variant import Distances, Neighbours, Variant, rank_neighbours
 from ..distances.factory import BaselineDistances, method_distances, prepare_variant
 
@@ -176,67 +175,7 @@ def best_gamma(
     return chosen_gamma, best_accuracy
 
 
-def validation_split(n_train: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(fit positions, validation positions) into the fold's training list, int64.
-
-    Exactly sklearn's ``train_test_split(np.arange(n_train), ...)``, shuffled order
-    included; callers sort the fit positions before ranking neighbours.
-    """
-    from sklearn.model_selection import train_test_split
-
-    if n_train < 2:
-        raise io.WmdevalError(f"cannot split {n_train} training document(s) for validation")
-    fit, val = train_test_split(np.arange(n_train), test_size=test_size, random_state=seed)
-    return np.asarray(fit, dtype=np.int64), np.asarray(val, dtype=np.int64)
-
-
-# --------------------------------------------------------------------------- settings
-
-
-@functools.cache
-def _schema_defaults() -> dict:
-    from ..core import config  # jsonschema and the schema: only when a setting is missing
-
-    return config.defaults("evaluation")
-
-
-def complete_settings(settings: Mapping | None) -> dict:
-    """The evaluation settings ``settings`` (the ``evaluation:`` config, perhaps partial or
-    None) with the schema's default for every key it lacks; a new dict. Not checked
-    again: the workflow validates the config against the schema before any job."""
-    resolved = copy.deepcopy(_schema_defaults())
-    for key, value in (settings or {}).items():
-        if isinstance(value, Mapping) and isinstance(resolved.get(key), dict):
-            resolved[key].update(value)
-        else:
-            resolved[key] = value
-    return resolved
-
-
 # --------------------------------------------------------------------------- one fold
-
-
-def _validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per classifier: (sorted fit positions, validation positions) into the training list."""
-    splits = {}
-    for name in ("knn", "wknn"):
-        fit, val = validation_split(
-            n_train, settings[name]["validation_size"], settings[name]["seed"]
-        )
-        splits[name] = (np.sort(fit), val)
-    return splits
-
-
-def _fold_lists(
-    train_pos: np.ndarray, test_pos: np.ndarray, empty: np.ndarray, dropping: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The fold's (training list, test list) as evaluated: sorted positions, without the
-    empty documents in "drop" mode."""
-    train = np.sort(np.asarray(train_pos, dtype=np.int64))
-    test = np.sort(np.asarray(test_pos, dtype=np.int64))
-    if dropping:
-        train, test = train[~empty[train]], test[~empty[test]]
-    return train, test
 
 
 def evaluate_fold(
@@ -265,10 +204,10 @@ def evaluate_fold(
     y = np.asarray(y, dtype=np.int64)
     empty = distances.empty
     dropping = settings["empty_documents"] == "drop"
-    train, test = _fold_lists(train_pos, test_pos, empty, dropping)
+    train, test = fold_lists(train_pos, test_pos, empty, dropping)
     if len(test) == 0:
         raise io.WmdevalError("a fold has no test documents left to evaluate")
-    splits = _validation_splits(len(train), settings)
+    splits = validation_splits(len(train), settings)
     y_train, y_test = y[train], y[test]
     knn, wknn = settings["knn"], settings["wknn"]
     ks, wknn_k = [int(k) for k in knn["k"]], int(wknn["k"])
@@ -354,7 +293,7 @@ def _fold_work(n_train: int, n_test: int, settings: Mapping) -> int:
     """Distances one fold's evaluation asks for: each split's validation x fit documents
     and the test x training documents."""
     work = n_test * n_train
-    for fit, val in _validation_splits(n_train, settings).values():
+    for fit, val in validation_splits(n_train, settings).values():
         work += len(val) * len(fit)
     return work
 
@@ -396,17 +335,20 @@ def evaluate_dataset(
     dataset: str,
     variant: str,
     n_jobs: int = 1,
+    neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
 ) -> pa.Table:
     """SCORES rows for every method x classifier x fold of one dataset variant.
 
     ``documents``, ``splits``: DOCUMENTS and SPLITS tables; ``wmd_matrices`` maps a WMD
     method slug ("wmd", "wmd-tfidf", "wmd-pca5") to (doc_ids, square matrix) holding
-    every document; a WMD method without a matrix is skipped. Methods in Table 2 order,
+    every document; ``neighbour_tables`` maps the WMD methods searched in ``wmd.mode:
+    knn`` to their (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables, which give the same
+    scores; a WMD method with neither is skipped. Methods in Table 2 order,
     then PCA WMD by dimension; folds in order; "knn" before "wknn". ``n_jobs``: threads
     of the baseline distances (the scores do not depend on it).
     """
     settings = complete_settings(settings)
-    data = prepare_variant(documents, splits, wmd_matrices)
+    data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)
     y = data.y
     if y.size and y.min() < 0:
         raise io.WmdevalError(f"{dataset}/{variant}: negative label codes in documents")
@@ -443,7 +385,7 @@ def evaluate_dataset(
             {"dataset": dataset, "variant": variant, "method": method.name, "fold": fold, **result}
             for fold, (train_pos, test_pos) in enumerate(data.folds)
             for result in evaluate_fold(
-                distances_for(_fold_lists(train_pos, test_pos, empty, dropping)[0]),
+                distances_for(fold_lists(train_pos, test_pos, empty, dropping)[0]),
                 y,
                 train_pos,
                 test_pos,
@@ -496,13 +438,22 @@ def run_evaluate(
     dataset: str,
     variant: str,
     out_path: str | os.PathLike,
+    neighbour_paths: Mapping[str, tuple[str, str]] | None = None,
 ) -> pa.Table:
-    """Read the inputs (DOCUMENTS, SPLITS, WMD slug -> DISTANCES file), evaluate, write
-    SCORES atomically to ``out_path``; returns the table written."""
+    """Read the inputs (DOCUMENTS, SPLITS, WMD slug -> DISTANCES file, WMD slug ->
+    [NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES] files), evaluate, write SCORES atomically
+    to ``out_path``; returns the table written."""
+    from ..distances.wmd.search import read_neighbour_tables
+
     documents = io.read_documents(documents_path)
     splits = io.read_splits(splits_path)
     wmd_matrices = {slug: io.read_distances(path) for slug, path in wmd_paths.items()}
-    scores = evaluate_dataset(documents, splits, wmd_matrices, settings, dataset, variant)
+    tables = {
+        slug: read_neighbour_tables(*paths) for slug, paths in (neighbour_paths or {}).items()
+    }
+    scores = evaluate_dataset(
+        documents, splits, wmd_matrices, settings, dataset, variant, neighbour_tables=tables
+    )
     io.write_table(scores, out_path, schemas.SCORES)
     return scores
 

@@ -76,6 +76,32 @@ WMD_BLOCK = pa.schema(
     ]
 )
 
+#: The exact kNN search's pairs (``<variant>/neighbours/<method>.parquet``, wmd.mode knn):
+#: every (query, candidate) pair whose exact WMD a query's top-k search used.
+NEIGHBOUR_PAIRS = pa.schema(
+    [
+        _field("query", pa.int32(), "doc_id of the query document"),
+        _field("candidate", pa.int32(), "doc_id of a candidate whose WMD was solved"),
+        _field("distance", pa.float32(), "exact WMD, float32 as in a gathered matrix"),
+    ]
+)
+
+#: What proves each query's top k complete (``<variant>/neighbours/<method>.certificates
+#: .parquet``): candidates not in NEIGHBOUR_PAIRS have a lower bound of at least
+#: ``unsolved_bound``, which exceeds the query's k-th distance among ``candidates``.
+NEIGHBOUR_CERTIFICATES = pa.schema(
+    [
+        _field("query", pa.int32(), "doc_id of the query document"),
+        _field("candidates", pa.string(), "key of the candidate list (core.roles.candidates_key)"),
+        _field("k", pa.int32(), "neighbours searched for"),
+        _field(
+            "unsolved_bound",
+            pa.float64(),
+            "smallest WMD lower bound among the candidates left unsolved; inf if none",
+        ),
+    ]
+)
+
 #: A full square distance matrix (``<variant>/distances/<method>.parquet``): row r holds
 #: the distances from document doc_id[r] to every document, in the same doc_id order.
 #: Empty documents have NaN rows and columns (their distance is undefined).
@@ -229,6 +255,8 @@ ALL = {
     "duplicate_groups": DUPLICATE_GROUPS,
     "wmd_block": WMD_BLOCK,
     "distances": DISTANCES,
+    "neighbour_pairs": NEIGHBOUR_PAIRS,
+    "neighbour_certificates": NEIGHBOUR_CERTIFICATES,
     "scores": SCORES,
     "n2o": N2O,
     "crossmatch": CROSSMATCH,

@@ -12,10 +12,10 @@ Classification and every analysis see a variant the same way:
   its row and column) is applied in :meth:`Distances.block`, nowhere else.
 
 Implementations here: :class:`DenseDistances` (a full matrix, e.g. a WMD DISTANCES file
-reordered to doc_id order once) and :class:`NeighbourTable` (per query only its k
-nearest candidates, as an exact kNN search would produce). The 12 BOW / TF-IDF baselines,
-computed on the fly, and the factory that gives any method's distances for a variant
-live in the distances layer (:mod:`wmdeval.distances.factory`).
+reordered to doc_id order once) and :class:`NeighbourTable` (the pairs an exact kNN
+search solved, with what proves each query's top k complete: ``wmd.mode: knn``). The 12
+BOW / TF-IDF baselines, computed on the fly, and the factory that gives any method's
+distances for a variant live in the distances layer (:mod:`wmdeval.distances.factory`).
 """
 
 from __future__ import annotations
@@ -237,113 +237,175 @@ class DenseDistances(Distances):
 
 
 class NeighbourTable(Distances):
-    """Per query document, its k nearest documents among fixed candidates, with distances.
+    """The result of an exact kNN search: solved pairs, and per query and candidate
+    list what proves its top k complete (``wmd.mode: knn``).
 
-    What an exact kNN search that computes only the neighbours kNN reads would store.
-    ``queries``: sorted positions; ``index``: int64 [queries, k] document positions of
-    the neighbours among ``candidates`` (sorted positions), ordered by (distance,
-    position), -1 after the last defined one; ``distance``: their distances, NaN at -1.
-    Empty documents are never neighbours and have none (build the table from a
-    :class:`Distances` with :meth:`from_distances` and the NaN rule holds by
-    construction).
+    ``pairs``: NEIGHBOUR_PAIRS rows as positions (``query``, ``candidate`` int64 arrays
+    and ``distance``, the stored float32 values), each pair once per query;
+    ``certificates``: candidate-list key (:func:`wmdeval.core.roles.candidates_key`) ->
+    (sorted query positions, k, unsolved bound) arrays. A certificate says that every
+    candidate of the list that is not among the query's pairs has a WMD lower bound of
+    at least the unsolved bound, which exceeds the query's k-th distance in the list.
 
-    ``nearest(rows, cols, k)`` is exact for query rows, ``cols`` a sorted subset of the
-    candidates, and any k up to the table's: dropping the neighbours outside ``cols``
-    keeps the ranking, and a row whose table is full (k defined neighbours) can only
-    miss neighbours farther than its last one. Where that is not enough, and for
-    ``block`` pairs the table does not hold, it raises a WmdevalError.
+    ``nearest(rows, cols, k)`` ranks the solved pairs of each row inside ``cols`` exactly
+    as :func:`rank_neighbours` ranks a dense block, after checking that ``cols`` was
+    searched for every (non-empty) row, with k at most the certificate's, and that the
+    certificate holds; anything else is a WmdevalError. ``block`` gives held pairs only.
     """
 
     def __init__(
         self,
-        queries: np.ndarray,
-        index: np.ndarray,
+        query: np.ndarray,
+        candidate: np.ndarray,
         distance: np.ndarray,
-        candidates: np.ndarray,
+        certificates: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
         empty: np.ndarray,
     ):
         super().__init__(empty)
-        self.queries = np.asarray(queries, dtype=np.int64)
-        self.index = np.asarray(index, dtype=np.int64)
-        self.distance = np.asarray(distance, dtype=np.float64)
-        self.candidates = np.asarray(candidates, dtype=np.int64)
-        if self.index.shape != self.distance.shape or len(self.index) != len(self.queries):
-            raise ValueError("neighbour table: index, distance and queries do not match")
-        if np.any(np.diff(self.queries) <= 0) or np.any(np.diff(self.candidates) <= 0):
-            raise ValueError("neighbour table: queries and candidates must be sorted, unique")
-        held = self.index >= 0
-        if np.any(self.empty[self.index[held]]) or np.any(held[self.empty[self.queries]]):
-            raise ValueError("neighbour table: an empty document has a neighbour or is one")
-        if not np.isin(self.index[held], self.candidates).all():
-            raise ValueError("neighbour table: a neighbour is not among the candidates")
+        n = self.n_documents
+        query = np.asarray(query, dtype=np.int64)
+        candidate = np.asarray(candidate, dtype=np.int64)
+        self.values = np.asarray(distance, dtype=np.float64)
+        if not (len(query) == len(candidate) == len(self.values)):
+            raise ValueError("neighbour table: query, candidate and distance do not match")
+        # data: 1 + the pair's index into `values` (0 = not held); duplicates would add up
+        held = sp.csr_matrix(
+            (np.arange(1, len(query) + 1, dtype=np.int64), (query, candidate)), shape=(n, n)
+        )
+        if held.nnz != len(query):
+            raise WmdevalError("neighbour table: a (query, candidate) pair is listed twice")
+        self.held = held
+        if np.any(self.empty[query]) or np.any(self.empty[candidate]):
+            raise WmdevalError("neighbour table: an empty document has a neighbour or is one")
+        self.certificates = {
+            key: tuple(np.asarray(a) for a in value) for key, value in certificates.items()
+        }
 
     @classmethod
-    def from_distances(
-        cls, distances: Distances, queries: np.ndarray, candidates: np.ndarray, k: int
+    def from_tables(
+        cls, doc_ids: np.ndarray, pairs, certificates, empty: np.ndarray, what: str
     ) -> NeighbourTable:
-        """The k nearest ``candidates`` of every query under ``distances``."""
-        queries = np.unique(np.asarray(queries, dtype=np.int64))
-        candidates = np.unique(np.asarray(candidates, dtype=np.int64))
-        found = distances.nearest(queries, candidates, k)
-        index = np.where(found.index >= 0, candidates[np.maximum(found.index, 0)], -1)
-        return cls(queries, index, found.distance, candidates, distances.empty)
+        """From NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES tables over doc_ids (the
+        variant's, ascending); ``what`` names the tables in errors."""
+        query = positions(doc_ids, pairs.column("query").to_numpy(), what)
+        candidate = positions(doc_ids, pairs.column("candidate").to_numpy(), what)
+        cert_query = positions(doc_ids, certificates.column("query").to_numpy(), what)
+        keys = np.asarray(certificates.column("candidates").to_pylist(), dtype=object)
+        k = certificates.column("k").to_numpy().astype(np.int64)
+        bound = certificates.column("unsolved_bound").to_numpy().astype(np.float64)
+        by_key = {}
+        for key in sorted(set(keys.tolist())):
+            mine = np.flatnonzero(keys == key)
+            order = mine[np.argsort(cert_query[mine], kind="stable")]
+            if np.any(np.diff(cert_query[order]) == 0):
+                raise WmdevalError(f"{what}: a query is certified twice for one candidate list")
+            by_key[key] = (cert_query[order], k[order], bound[order])
+        return cls(query, candidate, pairs.column("distance").to_numpy(), by_key, empty)
 
-    @property
-    def k(self) -> int:
-        """Neighbours held per query (the table's width)."""
-        return self.index.shape[1]
+    @classmethod
+    def from_distances(cls, distances: Distances, roles) -> NeighbourTable:
+        """The tightest table for ``roles`` (:class:`wmdeval.core.roles.QueryRole`) from
+        known distances: each query holds its candidates up to its k-th distance (ties
+        included), and the next larger distance serves as the unsolved bound."""
+        from .roles import candidates_key
 
-    def _table_rows(self, rows: np.ndarray) -> np.ndarray:
-        return positions(self.queries, rows, "the neighbour table's queries")
+        queries, candidates, values, certificates = [], [], [], {}
+        kept: dict[tuple[int, int], float] = {}
+        for role in roles:
+            dist = distances.block(role.queries, role.candidates)
+            found = rank_neighbours(dist, role.k)
+            cert_q, cert_k, cert_bound = certificates.setdefault(
+                candidates_key(role.candidates), ([], [], [])
+            )
+            for r, q in enumerate(role.queries.tolist()):
+                row = dist[r]
+                last = found[r][found[r] >= 0]
+                kth = row[last[-1]] if len(last) == role.k else np.inf
+                inside = np.isfinite(row) & (row <= kth)
+                for c in np.flatnonzero(inside).tolist():
+                    kept[(q, int(role.candidates[c]))] = row[c]
+                beyond = row[np.isfinite(row) & (row > kth)]
+                cert_q.append(q)
+                cert_k.append(role.k)
+                cert_bound.append(beyond.min() if len(beyond) else np.inf)
+        for (q, c), d in sorted(kept.items()):
+            queries.append(q)
+            candidates.append(c)
+            values.append(d)
+        by_key = {}
+        for key, (cert_q, cert_k, cert_bound) in certificates.items():
+            order = np.argsort(cert_q, kind="stable")
+            by_key[key] = tuple(np.asarray(a)[order] for a in (cert_q, cert_k, cert_bound))
+        return cls(
+            np.asarray(queries, dtype=np.int64),
+            np.asarray(candidates, dtype=np.int64),
+            np.asarray(values),
+            by_key,
+            distances.empty,
+        )
+
+    def _held(self, rows: np.ndarray, cols: np.ndarray, missing: float) -> np.ndarray:
+        index = self.held[rows][:, cols].toarray()
+        out = np.full(index.shape, missing)
+        at = index > 0
+        out[at] = self.values[index[at] - 1]
+        return out
 
     def nearest(self, rows: np.ndarray, cols: np.ndarray, k: int) -> Neighbours:
-        """As :meth:`Distances.nearest`, from the table alone: ``rows`` must be queries and
-        ``cols`` a sorted subset of the candidates; a WmdevalError where a full row keeps
-        fewer than k neighbours inside ``cols`` (the k-th could lie outside the table)."""
+        """As :meth:`Distances.nearest`, from the solved pairs, once the certificates of
+        ``cols`` prove every row's k nearest are among them."""
+        from .roles import candidates_key
+
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
-        if np.any(np.diff(cols) <= 0) or not np.isin(cols, self.candidates).all():
+        if np.any(np.diff(cols) <= 0):
+            raise WmdevalError("neighbour table: nearest() needs sorted, distinct columns")
+        index = np.full((len(rows), k), -1, dtype=np.int64)
+        distance = np.full((len(rows), k), np.nan)
+        inner = np.flatnonzero(~self.empty[rows])
+        if not len(inner):
+            return Neighbours(index, distance)
+        certificate = self.certificates.get(candidates_key(cols))
+        if certificate is None:
             raise WmdevalError(
-                "neighbour table: nearest() needs sorted columns among the "
-                "candidates the table was built from"
+                "neighbour table: no search was made among these candidates (was it "
+                "searched with other splits or evaluation settings?)"
             )
-        table = self._table_rows(np.asarray(rows, dtype=np.int64))
-        index, distance = self.index[table], self.distance[table]
-        wanted = np.isin(index, cols) & (index >= 0)
-        kept = np.count_nonzero(wanted, axis=1)
-        full = (index >= 0).all(axis=1)  # the row may have neighbours beyond its table
-        if np.any(full & (kept < k)):
+        cert_queries, cert_k, cert_bound = certificate
+        found = np.searchsorted(cert_queries, rows[inner])
+        found = np.minimum(found, len(cert_queries) - 1)
+        if not np.array_equal(cert_queries[found], rows[inner]):
             raise WmdevalError(
-                f"neighbour table of {self.k} per query cannot give the {k} "
-                "nearest of these columns for every row"
+                "neighbour table: some rows were not searched among these candidates"
             )
-        out_index = np.full((len(index), k), -1, dtype=np.int64)
-        out_distance = np.full((len(index), k), np.nan)
-        # stable: the kept neighbours stay in table order (distance, then position)
-        order = np.argsort(~wanted, axis=1, kind="stable")[:, :k]
-        slots = np.take_along_axis(wanted, order, axis=1)
-        found = np.take_along_axis(index, order, axis=1)
-        out_index[:, : order.shape[1]] = np.where(slots, np.searchsorted(cols, found), -1)
-        out_distance[:, : order.shape[1]] = np.where(
-            slots, np.take_along_axis(distance, order, axis=1), np.nan
-        )
-        return Neighbours(out_index, out_distance)
+        for start in range(0, len(inner), 2048):
+            part = inner[start : start + 2048]
+            dist = self._held(rows[part], cols, np.inf)  # inf: never a neighbour
+            got = rank_neighbours(dist, k)
+            index[part] = got
+            got_distance = _with_distances(got, dist).distance
+            distance[part] = got_distance
+            at = found[start : start + 2048]
+            complete = np.isinf(cert_bound[at]) | (
+                (k <= cert_k[at]) & (got[:, -1] >= 0) & (cert_bound[at] > got_distance[:, -1])
+            )
+            if not complete.all():
+                raise WmdevalError(
+                    f"neighbour table: the {k} nearest of {int(np.count_nonzero(~complete))} "
+                    "row(s) are not proven complete (searched for fewer neighbours?)"
+                )
+        return Neighbours(index, distance)
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        out = np.full((len(rows), len(cols)), np.nan)
-        inner = ~self.empty[rows]
-        table = self._table_rows(rows[inner]) if inner.any() else np.zeros(0, dtype=np.int64)
-        index, distance = self.index[table], self.distance[table]
-        match = index[:, :, None] == cols[None, None, :]  # [rows, k, cols]
-        held = match.any(axis=1)
-        values = np.where(match, distance[:, :, None], 0.0).sum(axis=1)
-        if np.any(~held[:, ~self.empty[cols]]):
+        out = self._held(rows, cols, np.nan)
+        missing = np.isnan(out) & ~self.empty[rows][:, None] & ~self.empty[cols][None, :]
+        if missing.any():
             raise WmdevalError(
                 "neighbour table: block() asks for pairs the table does not "
                 "hold (it holds each query's nearest candidates only)"
             )
-        out[inner] = np.where(held, values, np.nan)
         return out
 
 
@@ -369,7 +431,7 @@ class Variant:
     y: np.ndarray  # int64 label code per document
     counts: sp.csr_matrix  # word counts [documents x vocabulary]
     folds: list[tuple[np.ndarray, np.ndarray]]  # (train, test) sorted positions; [] = no splits
-    wmd: Mapping[str, DenseDistances]  # WMD method slug -> its matrix in doc_id order
+    wmd: Mapping[str, Distances]  # WMD method slug -> its matrix or neighbour table
 
     @property
     def no_words(self) -> np.ndarray:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from ..core import io
 from ..core.methods import BY_SLUG, Method, as_method
-from ..core.variant import DenseDistances, Distances, Variant
+from ..core.variant import DenseDistances, Distances, NeighbourTable, Variant
 from . import baselines
 
 
@@ -122,10 +122,14 @@ def prepare_variant(
     documents: pa.Table,
     splits: pa.Table | None,
     wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
 ) -> Variant:
     """A :class:`Variant` from DOCUMENTS, SPLITS (or None: no folds) and WMD matrices
     (method slug -> (doc_ids, square matrix), as :func:`wmdeval.core.io.read_distances`
-    returns them); each matrix must hold every document."""
+    returns them); each matrix must hold every document. ``neighbour_tables``: WMD
+    methods searched in ``wmd.mode: knn`` instead, slug -> (NEIGHBOUR_PAIRS,
+    NEIGHBOUR_CERTIFICATES) tables; empty documents are those without mass under the
+    method's weighting."""
     documents = documents.sort_by("doc_id")
     doc_ids = documents.column("doc_id").to_numpy()
     counts, _ = baselines.count_matrix(documents)
@@ -135,6 +139,13 @@ def prepare_variant(
         slug: DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
         for slug, (ids, matrix) in wmd_matrices.items()
     }
+    for slug, (pairs, certificates) in (neighbour_tables or {}).items():
+        if slug in wmd:
+            raise io.WmdevalError(f"{_matrix_name(slug)}: given as a matrix and a neighbour table")
+        empty = _no_tfidf_mass(counts) if slug == "wmd-tfidf" else no_words
+        wmd[slug] = NeighbourTable.from_tables(
+            doc_ids, pairs, certificates, empty, f"{_matrix_name(slug)} (neighbour table)"
+        )
     return Variant(
         doc_ids=doc_ids,
         labels=np.asarray(documents.column("label").to_pylist(), dtype=object),
@@ -145,18 +156,30 @@ def prepare_variant(
     )
 
 
+def _no_tfidf_mass(counts: sp.csr_matrix) -> np.ndarray:
+    """bool per document: no word with positive IDF (each occurs in every document), so
+    WMD-TF-IDF gives it no mass, as :func:`wmdeval.distances.wmd.solver.prepare` weighs."""
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    informative = (df < counts.shape[0]).astype(np.float64)
+    return np.asarray(counts @ informative).ravel() == 0
+
+
 def read_variant(
     documents_path: str | os.PathLike,
     splits_path: str | os.PathLike | None,
     wmd_paths: Mapping[str, str | os.PathLike],
+    neighbour_paths: Mapping[str, tuple[str, str]] | None = None,
 ) -> Variant:
-    """:func:`prepare_variant` from files: DOCUMENTS, SPLITS (or None) and WMD method slug
-    -> DISTANCES file."""
+    """:func:`prepare_variant` from files: DOCUMENTS, SPLITS (or None), WMD method slug
+    -> DISTANCES file, and slug -> (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) files."""
+    from .wmd.search import read_neighbour_tables
+
     splits = io.read_splits(splits_path) if splits_path is not None else None
     return prepare_variant(
         io.read_documents(documents_path),
         splits,
         {slug: io.read_distances(path) for slug, path in wmd_paths.items()},
+        {slug: read_neighbour_tables(*paths) for slug, paths in (neighbour_paths or {}).items()},
     )
 
 

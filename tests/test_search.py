@@ -1,0 +1,299 @@
+"""Exact kNN search with lower-bound pruning (wmd.mode: knn): bounds, search, neighbour tables."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from test_wmd import documents, embeddings, random_corpus
+
+from wmdeval.classification import knn
+from wmdeval.core import io, schemas
+from wmdeval.core.roles import query_roles
+from wmdeval.core.variant import NeighbourTable
+from wmdeval.distances.factory import prepare_variant
+from wmdeval.distances.wmd import blocks, bounds, pairs, search, solver
+
+
+def labelled(docs: pa.Table, n_classes: int = 3) -> pa.Table:
+    y = np.arange(docs.num_rows) % n_classes
+    return (
+        docs.set_column(docs.schema.get_field_index("y"), "y", pa.array(y.astype(np.int32)))
+        .set_column(
+            docs.schema.get_field_index("label"), "label", pa.array([f"c{c}" for c in y.tolist()])
+        )
+        .cast(schemas.DOCUMENTS)
+    )
+
+
+def five_folds(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for fold in range(5):
+        test = set(rng.choice(n, n // 5, replace=False).tolist())
+        rows += [(fold, i, "test" if i in test else "train") for i in range(n)]
+    return _splits(rows)
+
+
+def one_fold(n: int) -> pa.Table:
+    return _splits([(0, i, "test" if i % 3 == 0 else "train") for i in range(n)])
+
+
+def _splits(rows) -> pa.Table:
+    fold, doc_id, subset = zip(*rows, strict=True)
+    return pa.table(
+        {
+            "fold": pa.array(fold, pa.int16()),
+            "doc_id": pa.array(doc_id, pa.int32()),
+            "subset": subset,
+        }
+    ).cast(schemas.SPLITS)
+
+
+def full_matrix(inputs: solver.WmdInputs, splits: pa.Table | None) -> np.ndarray:
+    """The full mode's matrix: blocks in the solve order, gathered."""
+    order, n_rows = pairs.solve_order(inputs.doc_ids, splits)
+    ordered = solver.reorder(inputs, order)
+    tables = [
+        blocks.to_document_positions(solver.solve_block(ordered, b, 3, n_rows=n_rows), order)
+        for b in range(3)
+    ]
+    unsolved = np.zeros(inputs.n, dtype=bool)
+    unsolved[order[n_rows:]] = True
+    return blocks.gather(inputs.n, tables, unsolved)
+
+
+def knn_tables(inputs, splits, settings=None, n_shards=1, threads=1, stats=None):
+    order, _ = pairs.solve_order(inputs.doc_ids, splits)
+    rank = np.empty(inputs.n, dtype=np.int64)
+    rank[order] = np.arange(inputs.n)
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    parts = [
+        search.search_shard(inputs, rank, folds, settings, s, n_shards, threads, stats)
+        for s in range(n_shards)
+    ]
+    return pa.concat_tables([p for p, _ in parts]), pa.concat_tables([c for _, c in parts])
+
+
+def scores_both_ways(docs, emb, splits, weighting, settings=None, **kwargs):
+    inputs = solver.prepare(docs, emb, weighting)
+    slug = "wmd" if weighting == "bow" else "wmd-tfidf"
+    doc_ids = docs.column("doc_id").to_numpy()
+    full = knn.evaluate_dataset(
+        docs, splits, {slug: (doc_ids, full_matrix(inputs, splits))}, settings, "t", "original"
+    )
+    tables = knn_tables(inputs, splits, settings, **kwargs)
+    pruned = knn.evaluate_dataset(
+        docs, splits, {}, settings, "t", "original", neighbour_tables={slug: tables}
+    )
+    return full.to_pylist(), pruned.to_pylist()
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounds_never_exceed_the_exact_wmd(weighting, seed):
+    docs, emb = random_corpus(seed, 40, n_words=60, dim=8, max_len=15)
+    inputs = solver.prepare(docs, emb, weighting)
+    n = inputs.n
+    exact = np.array(
+        [
+            [solver.wmd_pair(inputs, min(i, j), max(i, j)) if i != j else 0.0 for j in range(n)]
+            for i in range(n)
+        ]
+    )
+    lower = bounds.lower_bounds(inputs, np.arange(n))
+    defined = np.isfinite(exact)
+    assert np.array_equal(np.isfinite(lower), defined)
+    assert (lower[defined] <= exact[defined] + bounds.safety_margin(inputs, exact[defined])).all()
+    assert (lower[defined] > 0.5 * exact[defined]).mean() > 0.9  # and they are not trivial
+
+
+def test_relaxed_wmd_is_the_plain_definition():
+    docs, emb = random_corpus(5, 25, n_words=40, dim=5, max_len=10)
+    inputs = solver.prepare(docs, emb, "bow")
+    got = bounds.relaxed_wmd(inputs, np.array([3, 0, 17]))
+    for r, i in enumerate([3, 0, 17]):
+        for j in range(inputs.n):
+            cost = solver.cost_matrix(inputs, inputs.indices[i], inputs.indices[j])
+            plain = max(inputs.weights[i] @ cost.min(axis=1), inputs.weights[j] @ cost.min(axis=0))
+            assert got[r, j] == pytest.approx(plain, abs=1e-12)
+    # WCD by hand: the distance of the weighted means
+    wcd = bounds.word_centroid_distance(inputs, np.array([3]))
+    mean = lambda k: inputs.weights[k] @ inputs.vectors[inputs.indices[k]]  # noqa: E731
+    assert wcd[0, 8] == pytest.approx(np.linalg.norm(mean(3) - mean(8)), abs=1e-7)
+
+
+def test_a_one_word_document_has_a_bound_equal_to_its_wmd():
+    docs = documents([{"a": 1}, {"b": 1, "c": 3}, {"a": 2, "c": 1}])
+    emb = embeddings({"a": [0.0, 0.0], "b": [3.0, 4.0], "c": [1.0, 0.0]})
+    inputs = solver.prepare(docs, emb, "bow")
+    lower = bounds.lower_bounds(inputs, np.array([0]))
+    # one word: its whole mass goes to every word of the other side, so RWMD = WMD
+    assert lower[0, 1] == pytest.approx(0.25 * 5 + 0.75 * 1, abs=1e-15)
+    assert lower[0, 1] == pytest.approx(solver.wmd_pair(inputs, 0, 1), abs=1e-15)
+
+
+# --------------------------------------------------------------------------- identical scores
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf"])
+@pytest.mark.parametrize("folds", ["five", "one"])
+def test_knn_mode_gives_the_scores_of_the_full_matrix(weighting, folds):
+    docs, emb = random_corpus(7, 90, n_words=50, dim=6, max_len=12)
+    docs = labelled(docs)
+    splits = five_folds(90) if folds == "five" else one_fold(90)
+    full, pruned = scores_both_ways(docs, emb, splits, weighting)
+    assert pruned == full
+
+
+def awkward_labelled() -> tuple[pa.Table, pa.Table]:
+    """Exact ties at the k-th distance, duplicates (distance 0), empty and one-word
+    documents: the cases where a pruned search could go wrong."""
+    docs, emb = random_corpus(3, 70, n_words=30, dim=4, max_len=8)
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in docs.to_pylist()]
+    bags[4] = bags[11] = {}
+    for k in range(20, 44):  # many copies: every query ties with all of them
+        bags[k] = {"w01": 1, "w02": 1}
+    for k in range(50, 56):
+        bags[k] = dict(bags[5])  # duplicates of document 5
+    bags[60] = {"w03": 2}
+    bags[61] = {"w03": 1}
+    bags[62] = {"w07": 1}
+    return labelled(documents(bags)), emb
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf"])
+@pytest.mark.parametrize("mode", ["error", "drop"])
+def test_identical_scores_with_ties_duplicates_empty_and_one_word_documents(weighting, mode):
+    docs, emb = awkward_labelled()
+    settings = {"empty_documents": mode, "knn": {"k": [1, 3, 5]}, "wknn": {"k": 5}}
+    full, pruned = scores_both_ways(docs, emb, five_folds(70, seed=2), weighting, settings)
+    assert pruned == full
+
+
+def test_ties_at_the_kth_distance_are_solved_not_pruned():
+    docs, emb = awkward_labelled()
+    inputs = solver.prepare(docs, emb, "bow")
+    splits = five_folds(70, seed=2)
+    settings = {"knn": {"k": [1, 3]}, "wknn": {"k": 3}}
+    matrix = full_matrix(inputs, splits).astype(np.float64)
+    pair_table, _ = knn_tables(inputs, splits, settings)
+    held = set(
+        zip(
+            pair_table.column("query").to_pylist(),
+            pair_table.column("candidate").to_pylist(),
+            strict=True,
+        )
+    )
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    tied = 0
+    for role in query_roles(folds, inputs.empty, settings):
+        for q in role.queries[~inputs.empty[role.queries]].tolist():
+            row = matrix[q, role.candidates]
+            kth = np.sort(row[np.isfinite(row)])[role.k - 1]
+            at_kth = role.candidates[row == kth].tolist()
+            tied += len(at_kth) > 1
+            # every candidate at or below the k-th distance was solved
+            assert {c for c in role.candidates[row <= kth].tolist()} <= {
+                c for (qq, c) in held if qq == q
+            }
+    assert tied > 50  # the copies make many exact ties at the k-th distance
+
+
+# --------------------------------------------------------------------------- work and layout
+
+
+def clustered(n: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
+    """Documents drawn from topics over separate word groups: neighbours are few and
+    clear, as in real corpora, so bounds prune most candidates."""
+    rng = np.random.default_rng(seed)
+    n_topics, per_topic = 6, 25
+    centres = rng.standard_normal((n_topics, 10)) * 3
+    vectors = {
+        f"t{t}w{w}": (centres[t] + rng.standard_normal(10)).tolist()
+        for t in range(n_topics)
+        for w in range(per_topic)
+    }
+    bags = []
+    for i in range(n):
+        topic = i % n_topics
+        chosen = rng.choice(per_topic, int(rng.integers(4, 12)), replace=False)
+        bags.append({f"t{topic}w{w}": int(rng.integers(1, 4)) for w in chosen})
+    y = np.arange(n) % n_topics
+    docs = documents(bags)
+    docs = docs.set_column(docs.schema.get_field_index("y"), "y", pa.array(y.astype(np.int32)))
+    return docs.cast(schemas.DOCUMENTS), embeddings(vectors)
+
+
+def test_pruning_solves_a_fraction_of_the_pairs_with_identical_scores():
+    docs, emb = clustered(300)
+    splits = five_folds(300)
+    stats = search.SearchStats()
+    full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=stats)
+    assert pruned == full
+    all_pairs = 300 * 299 // 2
+    assert stats.solves < 0.35 * all_pairs, (stats.solves, all_pairs)
+    assert stats.pairs < stats.candidates
+
+
+def test_shards_and_threads_do_not_change_a_byte():
+    docs, emb = clustered(120, seed=3)
+    splits = five_folds(120)
+    inputs = solver.prepare(docs, emb, "tfidf")
+    one = knn_tables(inputs, splits)
+    for n_shards, threads in ((3, 1), (4, 2)):
+        other = knn_tables(inputs, splits, n_shards=n_shards, threads=threads)
+        assert other[0].equals(one[0]) and other[1].equals(one[1])
+
+
+def test_a_pair_is_solved_once_for_every_fold_and_role():
+    docs, emb = clustered(150, seed=4)
+    inputs = solver.prepare(docs, emb, "bow")
+    stats = search.SearchStats()
+    pair_table, _ = knn_tables(inputs, five_folds(150), stats=stats)
+    q = pair_table.column("query").to_numpy().astype(np.int64)
+    c = pair_table.column("candidate").to_numpy().astype(np.int64)
+    distinct = len(np.unique(np.minimum(q, c) * 1000 + np.maximum(q, c)))
+    assert stats.solves == distinct  # one shard: each unordered pair solved once
+    assert pair_table.num_rows > distinct  # and read by both of its documents
+
+
+# --------------------------------------------------------------------------- the table's checks
+
+
+def test_the_table_refuses_what_it_cannot_prove():
+    docs, emb = clustered(90, seed=5)
+    splits = five_folds(90)
+    inputs = solver.prepare(docs, emb, "bow")
+    settings = {"knn": {"k": [1, 3]}, "wknn": {"k": 3}}
+    data = prepare_variant(docs, splits, {}, {"wmd": knn_tables(inputs, splits, settings)})
+    table = data.wmd["wmd"]
+    assert isinstance(table, NeighbourTable)
+    train, test = data.folds[0]
+    got = table.nearest(test, train, 3)
+    assert (got.index >= 0).all()
+    with pytest.raises(io.WmdevalError, match="not proven complete"):
+        table.nearest(test, train, 10)  # searched for 3
+    with pytest.raises(io.WmdevalError, match="no search was made among these candidates"):
+        table.nearest(test, train[1:], 3)
+    with pytest.raises(io.WmdevalError, match="does not hold"):
+        table.block(test, train)
+
+
+def test_table_from_known_distances_ranks_like_the_dense_matrix():
+    docs, emb = awkward_labelled()
+    splits = five_folds(70, seed=2)
+    inputs = solver.prepare(docs, emb, "bow")
+    doc_ids = docs.column("doc_id").to_numpy()
+    data = prepare_variant(docs, splits, {"wmd": (doc_ids, full_matrix(inputs, splits))})
+    dense = data.wmd["wmd"]
+    roles = query_roles(data.folds, dense.empty, None)
+    table = NeighbourTable.from_distances(dense, roles)
+    for role in roles:
+        got, want = (
+            table.nearest(role.queries, role.candidates, role.k),
+            dense.nearest(role.queries, role.candidates, role.k),
+        )
+        np.testing.assert_array_equal(got.index, want.index)
+        np.testing.assert_array_equal(got.distance, want.distance)

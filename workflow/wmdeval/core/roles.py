@@ -1,0 +1,137 @@
+"""Which neighbours the kNN protocol reads: the query roles of every fold (docs/protocol.md §6-7).
+
+Per fold, the evaluation ranks
+- the test documents among the fold's training list (k = the largest k either
+  classifier uses);
+- the kNN validation split's documents among its fit documents (k = the largest k of
+  the grid);
+- the wkNN validation split's documents among its fit documents (k = wkNN's k).
+
+Classification (:mod:`wmdeval.classification.knn`) and the exact kNN search
+(:mod:`wmdeval.distances.wmd.search`) both take these lists from here, so the search
+solves exactly the neighbourhoods the evaluation reads, and the evaluation can check
+that a neighbour table was searched for its lists (:func:`candidates_key`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from .io import WmdevalError
+
+
+@functools.cache
+def _schema_defaults() -> dict:
+    from . import config  # jsonschema and the schema: only when a setting is missing
+
+    return config.defaults("evaluation")
+
+
+def complete_settings(settings: Mapping | None) -> dict:
+    """The evaluation settings ``settings`` (the ``evaluation:`` config, perhaps partial or
+    None) with the schema's default for every key it lacks; a new dict. Not checked
+    again: the workflow validates the config against the schema before any job."""
+    resolved = copy.deepcopy(_schema_defaults())
+    for key, value in (settings or {}).items():
+        if isinstance(value, Mapping) and isinstance(resolved.get(key), dict):
+            resolved[key].update(value)
+        else:
+            resolved[key] = value
+    return resolved
+
+
+def validation_split(n_train: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fit positions, validation positions) into the fold's training list, int64.
+
+    Exactly sklearn's ``train_test_split(np.arange(n_train), ...)``, shuffled order
+    included; callers sort the fit positions before ranking neighbours.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if n_train < 2:
+        raise WmdevalError(f"cannot split {n_train} training document(s) for validation")
+    fit, val = train_test_split(np.arange(n_train), test_size=test_size, random_state=seed)
+    return np.asarray(fit, dtype=np.int64), np.asarray(val, dtype=np.int64)
+
+
+def validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per classifier ("knn", "wknn"): (sorted fit positions, validation positions) into
+    the training list; ``settings`` complete (:func:`complete_settings`)."""
+    splits = {}
+    for name in ("knn", "wknn"):
+        fit, val = validation_split(
+            n_train, settings[name]["validation_size"], settings[name]["seed"]
+        )
+        splits[name] = (np.sort(fit), val)
+    return splits
+
+
+def fold_lists(
+    train_pos: np.ndarray, test_pos: np.ndarray, empty: np.ndarray, dropping: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fold's (training list, test list) as evaluated: sorted positions, without the
+    empty documents in "drop" mode."""
+    train = np.sort(np.asarray(train_pos, dtype=np.int64))
+    test = np.sort(np.asarray(test_pos, dtype=np.int64))
+    if dropping:
+        train, test = train[~empty[train]], test[~empty[test]]
+    return train, test
+
+
+class QueryRole(NamedTuple):
+    """One ranking the evaluation does: ``queries`` (positions) among ``candidates``
+    (sorted positions), the ``k`` nearest of each."""
+
+    fold: int
+    name: str  # "test", "knn-validation" or "wknn-validation"
+    queries: np.ndarray
+    candidates: np.ndarray
+    k: int
+
+
+def query_roles(
+    folds: list[tuple[np.ndarray, np.ndarray]], empty: np.ndarray, settings: Mapping | None
+) -> list[QueryRole]:
+    """Every ranking the kNN evaluation of one method does, fold by fold.
+
+    ``folds``: (train, test) positions per fold; ``empty``: bool per document, no
+    defined distance under the method (it decides the lists in "drop" mode). The
+    lists are exactly those :func:`wmdeval.classification.knn.evaluate_fold` ranks.
+    """
+    settings = complete_settings(settings)
+    dropping = settings["empty_documents"] == "drop"
+    ks = [int(k) for k in settings["knn"]["k"]]
+    wknn_k = int(settings["wknn"]["k"])
+    roles = []
+    for fold, (train_pos, test_pos) in enumerate(folds):
+        train, test = fold_lists(train_pos, test_pos, empty, dropping)
+        roles.append(QueryRole(fold, "test", test, train, max(max(ks), wknn_k)))
+        splits = validation_splits(len(train), settings)
+        for name, k in (("knn", max(ks)), ("wknn", wknn_k)):
+            fit, val = splits[name]
+            roles.append(QueryRole(fold, f"{name}-validation", train[val], train[fit], k))
+    return roles
+
+
+def candidates_key(candidates: np.ndarray) -> str:
+    """A short name of a candidate list (sorted positions): the same list, the same key.
+    A neighbour table stores, per query and key, what proves its top k complete."""
+    data = np.ascontiguousarray(np.asarray(candidates, dtype=np.int64))
+    return hashlib.blake2b(data.tobytes(), digest_size=12).hexdigest()
+
+
+__all__ = [
+    "complete_settings",
+    "validation_split",
+    "validation_splits",
+    "fold_lists",
+    "QueryRole",
+    "query_roles",
+    "candidates_key",
+]

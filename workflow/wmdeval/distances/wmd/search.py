@@ -1,0 +1,365 @@
+"""Exact k-nearest-neighbour search under WMD with lower-bound pruning (``wmd.mode: knn``).
+
+kNN and wkNN read only the k nearest candidates of each query (the query roles of
+:mod:`wmdeval.core.roles`), so most of a full WMD matrix is never read. For each query
+document this module
+
+1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
+2. for each candidate list the query is ranked among, visits the candidates in
+   increasing bound order (then position) and solves each exactly, until the next
+   candidate's bound exceeds the current k-th exact distance by more than the
+   :func:`~.bounds.safety_margin`. Candidates tied with the k-th distance are solved,
+   never pruned. Every bound after the stop is at least as large, so the top k is
+   complete; what proves it (the first unsolved bound) is stored with the pairs.
+
+Distances are the exact WMD of the full mode, bit for bit: the same solver call with
+the pair in the same orientation (the lower position of the solve order first), stored
+and ranked in float32 like the gathered matrices. A pair is solved at most once per job
+and shared by every fold and role that needs it.
+
+Output, per job (a contiguous range of query documents): a NEIGHBOUR_PAIRS table (every
+visited pair: query, candidate, distance) and a NEIGHBOUR_CERTIFICATES table (per query
+and candidate list: k and the smallest bound left unsolved).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ...core import io, schemas
+from ...core.roles import QueryRole, candidates_key, query_roles
+from .bounds import lower_bounds, safety_margin
+from .pairs import document_work
+from .solver import WmdInputs, _blas, wmd_pair
+
+LOG = logging.getLogger("wmdeval.distances.wmd")
+
+#: Query documents whose bound rows are computed together (bounds memory: this x n x 8 B).
+BOUND_ROWS = 512
+
+
+@dataclass
+class SearchStats:
+    """What a search did: exact solves, pairs read, and where the time went."""
+
+    queries: int = 0
+    solves: int = 0  # exact WMD solves
+    pairs: int = 0  # (query, candidate) pairs whose exact distance was used
+    candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
+    bound_seconds: float = 0.0
+    search_seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@dataclass(frozen=True)
+class _Task:
+    key: str
+    candidates: np.ndarray  # sorted positions, without empty documents
+    k: int
+
+
+def query_tasks(
+    roles: list[QueryRole], empty: np.ndarray, queries: np.ndarray
+) -> dict[int, list[_Task]]:
+    """Per query position of ``queries``: the candidate lists it is ranked among, each
+    once (the largest k where two roles share a list)."""
+    wanted = set(int(q) for q in queries)
+    by_query: dict[int, dict[str, _Task]] = {}
+    for role in roles:
+        key = candidates_key(role.candidates)
+        usable = role.candidates[~empty[role.candidates]]
+        for q in role.queries.tolist():
+            if q not in wanted:
+                continue
+            tasks = by_query.setdefault(q, {})
+            known = tasks.get(key)
+            if known is None or known.k < role.k:
+                tasks[key] = _Task(key, usable, max(role.k, known.k if known else 0))
+    return {q: list(tasks.values()) for q, tasks in sorted(by_query.items())}
+
+
+def _stored(distance: float) -> float:
+    # The gathered matrices hold float32; ranking on the same values keeps their ties.
+    return float(np.float32(distance))
+
+
+def search_queries(
+    inputs: WmdInputs,
+    rank: np.ndarray,
+    tasks: Mapping[int, list[_Task]],
+    threads: int = 1,
+    stats: SearchStats | None = None,
+) -> tuple[pa.Table, pa.Table]:
+    """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
+    their own order); ``rank``: each position's place in the solve order, which decides
+    a pair's orientation. Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
+    doc_ids, sorted by query then candidate; they do not depend on ``threads``.
+    """
+    stats = stats if stats is not None else SearchStats()
+    queries = np.array(sorted(tasks), dtype=np.int64)
+    solved: dict[int, float] = {}  # pair id -> stored distance, shared by all queries
+    n = inputs.n
+    results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
+
+    def distance(q: int, c: int) -> float:
+        pair = min(q, c) * n + max(q, c)
+        known = solved.get(pair)
+        if known is None:
+            if q == c:
+                known = 0.0  # the diagonal of a gathered matrix
+            else:
+                first, second = (q, c) if rank[q] < rank[c] else (c, q)
+                known = _stored(wmd_pair(inputs, first, second))
+                with stats.lock:
+                    stats.solves += 1
+            solved[pair] = known
+        return known
+
+    def one_query(q: int, bound: np.ndarray) -> None:
+        used: dict[int, float] = {}
+        certificates = []
+        for task in tasks[q]:
+            if inputs.empty[q]:
+                certificates.append((task.key, task.k, np.inf))
+                continue
+            cands = task.candidates
+            order = cands[np.argsort(bound[cands], kind="stable")]
+            best: list[tuple[float, int]] = []  # (distance, position), the k nearest so far
+            unsolved = np.inf
+            for c, lb in zip(order.tolist(), bound[order].tolist(), strict=True):
+                if len(best) == task.k:
+                    kth = best[-1][0]
+                    if lb > kth + safety_margin(inputs, kth):
+                        unsolved = lb
+                        break
+                d = used.get(c)
+                if d is None:
+                    d = used[c] = distance(q, c)
+                if len(best) < task.k or (d, c) < best[-1]:
+                    bisect.insort(best, (d, c))
+                    del best[task.k :]
+            certificates.append((task.key, task.k, unsolved))
+        results[q] = (used, certificates)
+        with stats.lock:
+            stats.pairs += len(used)
+            stats.candidates += sum(len(t.candidates) for t in tasks[q])
+
+    started = time.perf_counter()
+    with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        for r0 in range(0, len(queries), BOUND_ROWS):
+            chunk = queries[r0 : r0 + BOUND_ROWS]
+            t0 = time.perf_counter()
+            bound = lower_bounds(inputs, chunk)
+            stats.bound_seconds += time.perf_counter() - t0
+            list(pool.map(one_query, chunk.tolist(), list(bound)))
+    stats.queries += len(queries)
+    stats.search_seconds += time.perf_counter() - started
+    return _tables(inputs, results)
+
+
+def _tables(inputs: WmdInputs, results: Mapping) -> tuple[pa.Table, pa.Table]:
+    q_ids, c_ids, dists = [], [], []
+    cert_q, cert_key, cert_k, cert_bound = [], [], [], []
+    for q in sorted(results):
+        used, certificates = results[q]
+        cands = np.array(sorted(used), dtype=np.int64)
+        q_ids.append(np.full(len(cands), inputs.doc_ids[q], dtype=np.int32))
+        c_ids.append(inputs.doc_ids[cands].astype(np.int32))
+        dists.append(np.array([used[c] for c in cands.tolist()], dtype=np.float32))
+        for key, k, unsolved in sorted(certificates):
+            cert_q.append(int(inputs.doc_ids[q]))
+            cert_key.append(key)
+            cert_k.append(k)
+            cert_bound.append(unsolved)
+    empty_i32 = np.zeros(0, dtype=np.int32)
+    pairs = pa.table(
+        {
+            "query": np.concatenate(q_ids) if q_ids else empty_i32,
+            "candidate": np.concatenate(c_ids) if c_ids else empty_i32,
+            "distance": np.concatenate(dists) if dists else np.zeros(0, dtype=np.float32),
+        },
+        schema=schemas.NEIGHBOUR_PAIRS,
+    )
+    certificates = pa.table(
+        {
+            "query": np.array(cert_q, dtype=np.int32),
+            "candidates": pa.array(cert_key, type=pa.string()),
+            "k": np.array(cert_k, dtype=np.int32),
+            "unsolved_bound": np.array(cert_bound, dtype=np.float64),
+        },
+        schema=schemas.NEIGHBOUR_CERTIFICATES,
+    )
+    return pairs, certificates
+
+
+def query_shards(sizes: np.ndarray, queries: np.ndarray, n_shards: int) -> list[np.ndarray]:
+    """``queries`` (sorted positions) cut into ``n_shards`` contiguous runs of about equal
+    estimated work (a query costs about its :func:`~.pairs.document_work` times the
+    solves it needs, which the cut cannot know: the factor is its size alone)."""
+    if n_shards < 1:
+        raise ValueError("n_shards must be >= 1")
+    work = document_work(sizes[queries]) + 1.0
+    cumulative = np.cumsum(work)
+    total = cumulative[-1] if len(cumulative) else 0.0
+    cuts = np.searchsorted(cumulative, total * np.arange(1, n_shards) / n_shards, side="right")
+    return np.split(queries, cuts)
+
+
+def search_shard(
+    inputs: WmdInputs,
+    rank: np.ndarray,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    settings: Mapping | None,
+    shard: int,
+    n_shards: int,
+    threads: int = 1,
+    stats: SearchStats | None = None,
+) -> tuple[pa.Table, pa.Table]:
+    """The neighbour tables of query shard ``shard`` (0-based) of ``n_shards``: the
+    query roles of ``folds`` under the evaluation ``settings``, with the documents
+    empty under this method's weighting."""
+    if not 0 <= shard < n_shards:
+        raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
+    roles = query_roles(folds, inputs.empty, settings)
+    queries = (
+        np.unique(np.concatenate([role.queries for role in roles]))
+        if roles
+        else np.zeros(0, dtype=np.int64)
+    )
+    mine = query_shards(inputs.sizes, queries, n_shards)[shard]
+    return search_queries(inputs, rank, query_tasks(roles, inputs.empty, mine), threads, stats)
+
+
+def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
+    """Refuse (WmdevalError) neighbour tables with pairs or queries outside ``doc_ids``
+    or a query listed twice for the same candidate list (overlapping shards)."""
+    for name, column in (
+        ("query", pairs.column("query")),
+        ("candidate", pairs.column("candidate")),
+        ("query", certificates.column("query")),
+    ):
+        ids = column.to_numpy()
+        if not np.isin(ids, doc_ids).all():
+            raise io.WmdevalError(f"{what}: a {name} is not a document of this variant")
+    keys = np.char.add(
+        certificates.column("query").to_numpy().astype(str),
+        np.asarray(certificates.column("candidates").to_pylist(), dtype=str),
+    )
+    if len(np.unique(keys)) != len(keys):
+        raise io.WmdevalError(f"{what}: a query appears in more than one shard")
+
+
+__all__ = [
+    "BOUND_ROWS",
+    "SearchStats",
+    "query_tasks",
+    "search_queries",
+    "query_shards",
+    "search_shard",
+    "check_complete",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Run functions (file I/O at the edge)
+
+
+def read_neighbour_tables(pairs_path, certificates_path) -> tuple[pa.Table, pa.Table]:
+    """A method's NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES files."""
+    return (
+        io.read_table(pairs_path, schemas.NEIGHBOUR_PAIRS).cast(schemas.NEIGHBOUR_PAIRS),
+        io.read_table(certificates_path, schemas.NEIGHBOUR_CERTIFICATES).cast(
+            schemas.NEIGHBOUR_CERTIFICATES
+        ),
+    )
+
+
+def run_search(
+    documents_path,
+    splits_path,
+    embeddings_path,
+    weighting: str,
+    settings: Mapping | None,
+    shard: int,
+    n_shards: int,
+    threads: int,
+    out_pairs,
+    out_certificates,
+    train_first: bool = True,
+) -> SearchStats:
+    """Search query shard ``shard`` (0-based) of ``n_shards`` and write its two tables.
+
+    ``settings``: the ``evaluation:`` config (it decides the query roles); ``train_first``:
+    orient pairs by the solve order of the full mode with ``wmd.skip_test_pairs`` (one-fold
+    datasets: training documents first), so both modes solve each pair the same way.
+    """
+    from .blocks import _log_empty, _read_embeddings
+
+    if n_shards < 1 or not 0 <= shard < n_shards:
+        raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
+    if threads < 1:
+        raise io.WmdevalError("threads must be >= 1")
+    from .pairs import solve_order
+    from .solver import prepare
+
+    documents = io.read_documents(documents_path)
+    if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
+        # positions are both the tie rule's order and the full mode's solve order
+        raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
+    splits = io.read_splits(splits_path)
+    inputs = prepare(documents, _read_embeddings(embeddings_path), weighting)
+    _log_empty(documents, inputs)
+    order, _ = solve_order(inputs.doc_ids, splits if train_first else None)
+    rank = np.empty(inputs.n, dtype=np.int64)
+    rank[order] = np.arange(inputs.n)
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    stats = SearchStats()
+    pairs, certificates = search_shard(
+        inputs, rank, folds, settings, shard, n_shards, threads, stats
+    )
+    io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
+    io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
+    LOG.info(
+        "shard %d/%d: %d queries, %d of %d candidate pairs read (%.1f%%), %d exact solves; "
+        "bounds %.1f s, search %.1f s",
+        shard + 1,
+        n_shards,
+        stats.queries,
+        stats.pairs,
+        stats.candidates,
+        100.0 * stats.pairs / max(stats.candidates, 1),
+        stats.solves,
+        stats.bound_seconds,
+        stats.search_seconds,
+    )
+    return stats
+
+
+def run_merge(
+    documents_path, pair_paths: list, certificate_paths: list, out_pairs, out_certificates
+) -> None:
+    """Concatenate the shards' tables of one method into its neighbour table files,
+    refusing pairs outside the documents or shards that overlap."""
+    doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
+    if len(pair_paths) != len(certificate_paths):
+        raise io.WmdevalError("need as many certificate files as pair files")
+    pairs = io.read_tables(pair_paths, schemas.NEIGHBOUR_PAIRS)
+    certificates = io.read_tables(certificate_paths, schemas.NEIGHBOUR_CERTIFICATES)
+    check_complete(pairs, certificates, doc_ids, str(out_pairs))
+    io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
+    io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
+    LOG.info(
+        "%d shard(s): %d pairs, %d certificates",
+        len(pair_paths),
+        pairs.num_rows,
+        certificates.num_rows,
+    )
