@@ -83,14 +83,89 @@ def word_centroid_distance(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     return _distances(means[rows] @ means.T, sq[rows], sq)
 
 
-def _min_over_documents(
-    distances: np.ndarray, flat: np.ndarray, starts: np.ndarray, axis: int
+def _nearest_word(
+    inputs: WmdInputs, words: np.ndarray, flat: np.ndarray, starts: np.ndarray
 ) -> np.ndarray:
-    """Minimum of ``distances`` over each document's words along ``axis``; ``flat``: the
-    documents' word columns (rows) concatenated, ``starts``: where each document begins
-    in ``flat`` (non-empty documents only)."""
-    gathered = distances.take(flat, axis=axis)
-    return np.minimum.reduceat(gathered, starts, axis=axis)
+    """float32 [len(starts), len(words)]: for each group of vocabulary rows (``flat``
+    concatenated, group g starting at ``starts[g]``; no empty group), the distance from
+    each of ``words`` to the group's nearest word.
+
+    Column chunks keep the working matrix under MAX_ENTRIES; rows are gathered (not
+    columns), which is a copy of contiguous memory. float32 halves the traffic; its
+    rounding (relative 6e-8) is far inside the safety margin.
+    """
+    out = np.empty((len(starts), len(words)), dtype=np.float32)
+    step = max(1, MAX_ENTRIES // max(len(flat), 1))
+    for w0 in range(0, len(words), step):
+        chunk = words[w0 : w0 + step]
+        d = word_distances(inputs, np.arange(len(inputs.vectors)), chunk).astype(np.float32)
+        out[:, w0 : w0 + step] = np.minimum.reduceat(d[flat], starts, axis=0)
+    return out
+
+
+class LowerBounds:
+    """Lower bounds of WMD between fixed query documents and every document.
+
+    Built once per query set (a search job's shard): the query words' distance to the
+    nearest word of every document, and every word's distance to the nearest word of
+    every query. :meth:`rows` then costs two sparse products per block of queries.
+    """
+
+    def __init__(self, inputs: WmdInputs, queries: np.ndarray):
+        self.inputs = inputs
+        self.queries = np.asarray(queries, dtype=np.int64)
+        weights = weight_matrix(inputs)
+        self.weights = weights
+        self.means = centroids(inputs)
+        self.sq_means = np.einsum("ij,ij->i", self.means, self.means)
+        filled = ~inputs.empty
+        self.filled = np.flatnonzero(filled)
+        query_weights = weights[self.queries]
+        self.vocabulary = np.unique(query_weights.indices)
+        self.local = sp.csr_matrix(
+            (
+                query_weights.data,
+                np.searchsorted(self.vocabulary, query_weights.indices),
+                query_weights.indptr,
+            ),
+            shape=(len(self.queries), len(self.vocabulary)),
+        )
+        # query -> c: distance of each query word to the nearest word of each document
+        self.to_documents = np.zeros((inputs.n, len(self.vocabulary)), dtype=np.float32)
+        if len(self.filled) and len(self.vocabulary):
+            self.to_documents[self.filled] = _nearest_word(
+                inputs,
+                self.vocabulary,
+                inputs.flat_indices.astype(np.int64),
+                inputs.offsets[self.filled],
+            )
+        # c -> query: distance of every word to the nearest word of each query. For the
+        # query words themselves that is a part of `to_documents` (the queries are
+        # documents too); only the other words need computing.
+        self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
+        self.to_queries[:, self.vocabulary] = self.to_documents[self.queries]
+        others = np.setdiff1d(np.arange(len(inputs.vectors)), self.vocabulary)
+        query_filled = np.diff(query_weights.indptr) > 0
+        if query_filled.any() and len(others):
+            self.to_queries[np.ix_(query_filled, others)] = _nearest_word(
+                inputs,
+                others,
+                query_weights.indices.astype(np.int64),
+                query_weights.indptr[:-1][query_filled],
+            )
+
+    def rows(self, at: np.ndarray) -> np.ndarray:
+        """max(WCD, RWMD) from queries ``self.queries[at]`` to every document, float64
+        [len(at), n]; NaN where either document is empty."""
+        at = np.asarray(at, dtype=np.int64)
+        rows = self.queries[at]
+        forward = np.asarray(self.local[at] @ self.to_documents.T.astype(np.float64))
+        backward = np.asarray(self.weights @ self.to_queries[at].T.astype(np.float64)).T
+        wcd = _distances(self.means[rows] @ self.means.T, self.sq_means[rows], self.sq_means)
+        bound = np.fmax(np.maximum(forward, backward), wcd)
+        bound[:, self.inputs.empty] = np.nan
+        bound[self.inputs.empty[rows]] = np.nan
+        return bound
 
 
 def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
@@ -98,59 +173,21 @@ def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     document, float64 [len(rows), n], by the linear-complexity method; NaN where either
     document is empty. Each value is <= the exact WMD (up to rounding, see
     :func:`safety_margin`)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    n, n_words = inputs.n, len(inputs.vectors)
-    out = np.full((len(rows), n), np.nan)
-    weights = weight_matrix(inputs)
-    filled = np.flatnonzero(~inputs.empty)
-    query = rows[~inputs.empty[rows]]
-    if not len(query) or not len(filled):
-        return out
-    into_out = np.flatnonzero(~inputs.empty[rows])
-
-    # The query documents' vocabulary; Q maps their marginals onto it.
-    query_weights = weights[query]
-    vocabulary = np.unique(query_weights.indices)
-    local = sp.csr_matrix(
-        (
-            query_weights.data,
-            np.searchsorted(vocabulary, query_weights.indices),
-            query_weights.indptr,
-        ),
-        shape=(len(query), len(vocabulary)),
-    )
-
-    # query -> c: Z[w, c] = distance of query word w to the nearest word of c.
-    flat = inputs.flat_indices.astype(np.int64)
-    starts = inputs.offsets[filled]
-    nearest_in_doc = np.zeros((len(vocabulary), n))
-    step = max(1, MAX_ENTRIES // max(len(flat), n_words))
-    all_words = np.arange(n_words)
-    for w0 in range(0, len(vocabulary), step):
-        d = word_distances(inputs, vocabulary[w0 : w0 + step], all_words)
-        nearest_in_doc[w0 : w0 + step, filled] = _min_over_documents(d, flat, starts, axis=1)
-    forward = np.asarray(local @ nearest_in_doc)  # [queries, n]
-
-    # c -> query: Y[w, q] = distance of any word w to the nearest word of query q.
-    q_flat = np.searchsorted(vocabulary, query_weights.indices)  # rows into `vocabulary`
-    q_starts = query_weights.indptr[:-1]
-    nearest_in_query = np.empty((n_words, len(query)))
-    step = max(1, MAX_ENTRIES // max(len(q_flat), len(vocabulary)))
-    for v0 in range(0, n_words, step):
-        d = word_distances(inputs, vocabulary, all_words[v0 : v0 + step])  # [vocab, step]
-        nearest_in_query[v0 : v0 + step] = _min_over_documents(d, q_flat, q_starts, axis=0).T
-    backward = np.asarray(weights @ nearest_in_query).T  # [queries, n]
-
-    bound = np.maximum(forward, backward)
-    bound[:, inputs.empty] = np.nan
-    out[into_out] = bound
+    bounds = LowerBounds(inputs, rows)
+    at = np.arange(len(bounds.queries))
+    forward = np.asarray(bounds.local @ bounds.to_documents.T.astype(np.float64))
+    backward = np.asarray(bounds.weights @ bounds.to_queries.T.astype(np.float64)).T
+    out = np.maximum(forward, backward)[at]
+    out[:, inputs.empty] = np.nan
+    out[inputs.empty[bounds.queries]] = np.nan
     return out
 
 
 def lower_bounds(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     """max(WCD, RWMD) between documents ``rows`` and every document, float64 [len(rows),
     n]; NaN where either document is empty."""
-    return np.fmax(word_centroid_distance(inputs, rows), relaxed_wmd(inputs, rows))
+    bounds = LowerBounds(inputs, rows)
+    return bounds.rows(np.arange(len(bounds.queries)))
 
 
 __all__ = [
@@ -161,6 +198,7 @@ __all__ = [
     "safety_margin",
     "centroids",
     "word_centroid_distance",
+    "LowerBounds",
     "relaxed_wmd",
     "lower_bounds",
 ]

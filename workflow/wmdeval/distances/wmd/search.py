@@ -5,12 +5,14 @@ kNN and wkNN read only the k nearest candidates of each query (the query roles o
 document this module
 
 1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
-2. for each candidate list the query is ranked among, visits the candidates in
-   increasing bound order (then position) and solves each exactly, until the next
-   candidate's bound exceeds the current k-th exact distance by more than the
-   :func:`~.bounds.safety_margin`. Candidates tied with the k-th distance are solved,
-   never pruned. Every bound after the stop is at least as large, so the top k is
-   complete; what proves it (the first unsolved bound) is stored with the pairs.
+2. for each candidate list the query is ranked among, starts from the distances it
+   already solved for its other lists, then visits the candidates in increasing bound
+   order (then position), until the next candidate's bound exceeds the current k-th
+   exact distance by more than the :func:`~.bounds.safety_margin`, solving each
+   candidate it visits exactly. Candidates tied with the k-th distance are solved,
+   never pruned. Every candidate left unsolved has a bound above the final k-th
+   distance, so the top k is complete; what proves it (the smallest such bound) is
+   stored with the pairs.
 
 Distances are the exact WMD of the full mode, bit for bit: the same solver call with
 the pair in the same orientation (the lower position of the solve order first), stored
@@ -37,7 +39,7 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
-from .bounds import lower_bounds, safety_margin
+from .bounds import LowerBounds, safety_margin
 from .pairs import document_work
 from .solver import WmdInputs, _blas, wmd_pair
 
@@ -64,6 +66,7 @@ class SearchStats:
 class _Task:
     key: str
     candidates: np.ndarray  # sorted positions, without empty documents
+    member: np.ndarray  # bool per document: one of `candidates`
     k: int
 
 
@@ -77,13 +80,15 @@ def query_tasks(
     for role in roles:
         key = candidates_key(role.candidates)
         usable = role.candidates[~empty[role.candidates]]
+        member = np.zeros(len(empty), dtype=bool)
+        member[usable] = True
         for q in role.queries.tolist():
             if q not in wanted:
                 continue
             tasks = by_query.setdefault(q, {})
             known = tasks.get(key)
             if known is None or known.k < role.k:
-                tasks[key] = _Task(key, usable, max(role.k, known.k if known else 0))
+                tasks[key] = _Task(key, usable, member, max(role.k, known.k if known else 0))
     return {q: list(tasks.values()) for q, tasks in sorted(by_query.items())}
 
 
@@ -125,26 +130,28 @@ def search_queries(
         return known
 
     def one_query(q: int, bound: np.ndarray) -> None:
-        used: dict[int, float] = {}
+        used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
                 continue
             cands = task.candidates
+            # (distance, position) of the k nearest so far; the distances this query
+            # already knows come first (its own, so the result never depends on which
+            # other queries ran before it).
+            best = sorted((d, c) for c, d in used.items() if task.member[c])[: task.k]
             order = cands[np.argsort(bound[cands], kind="stable")]
-            best: list[tuple[float, int]] = []  # (distance, position), the k nearest so far
-            unsolved = np.inf
+            unsolved = np.inf  # the smallest bound of a candidate left unsolved
             for c, lb in zip(order.tolist(), bound[order].tolist(), strict=True):
-                if len(best) == task.k:
-                    kth = best[-1][0]
-                    if lb > kth + safety_margin(inputs, kth):
-                        unsolved = lb
-                        break
-                d = used.get(c)
-                if d is None:
-                    d = used[c] = distance(q, c)
-                if len(best) < task.k or (d, c) < best[-1]:
+                if c in used:
+                    continue  # already among `best` if it belongs there
+                full = len(best) == task.k
+                if full and lb > best[-1][0] + safety_margin(inputs, best[-1][0]):
+                    unsolved = lb  # and every later candidate's bound is at least this
+                    break
+                d = used[c] = distance(q, c)
+                if not full or (d, c) < best[-1]:
                     bisect.insort(best, (d, c))
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
@@ -155,12 +162,14 @@ def search_queries(
 
     started = time.perf_counter()
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        t0 = time.perf_counter()
+        lower = LowerBounds(inputs, queries)
+        stats.bound_seconds += time.perf_counter() - t0
         for r0 in range(0, len(queries), BOUND_ROWS):
-            chunk = queries[r0 : r0 + BOUND_ROWS]
             t0 = time.perf_counter()
-            bound = lower_bounds(inputs, chunk)
+            bound = lower.rows(np.arange(r0, min(r0 + BOUND_ROWS, len(queries))))
             stats.bound_seconds += time.perf_counter() - t0
-            list(pool.map(one_query, chunk.tolist(), list(bound)))
+            list(pool.map(one_query, queries[r0 : r0 + BOUND_ROWS].tolist(), list(bound)))
     stats.queries += len(queries)
     stats.search_seconds += time.perf_counter() - started
     return _tables(inputs, results)
