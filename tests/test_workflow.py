@@ -393,6 +393,116 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
     assert matrix.read_bytes() == before
 
 
+@pytest.fixture(scope="module")
+def knn_run(finished_run, tmp_path_factory):
+    """The same workflow switched to wmd.mode knn, in a copy of the finished full-mode
+    run: the neighbour searches, the samples for the analyses and whatever reads them run."""
+    workdir = tmp_path_factory.mktemp("wmdeval-knn") / "run"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 3\n")
+    run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "knn.yaml")
+    assert run.returncode == 0, run.stderr[-5000:]
+    assert "WMD mode per dataset: newsgroups=knn, subjects=knn, toy=knn" in run.stderr
+    return workdir
+
+
+def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_run):
+    """Demo (five folds) and toy corpus (one fold, train/test column), both variants:
+    every scores.parquet row and column is the full matrices' own."""
+    scores = sorted(finished_run.glob("results/*/*/scores.parquet"))
+    assert len(scores) == 6
+    for full in scores:
+        relative = full.relative_to(finished_run)
+        assert (knn_run / relative).read_bytes() == full.read_bytes(), relative
+    assert (knn_run / "results" / "scores.parquet").read_bytes() == (
+        finished_run / "results" / "scores.parquet"
+    ).read_bytes()
+    tables = list(knn_run.glob("results/*/*/neighbours/*.certificates.parquet"))
+    assert len(tables) == 18  # 3 datasets x 2 variants x (WMD, WMD-TF-IDF, WMD 5-d PCA)
+
+
+def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
+    from wmdeval.core import schemas
+
+    pairs = wio.read_table(
+        knn_run / "results/newsgroups/original/neighbours/wmd.parquet", schemas.NEIGHBOUR_PAIRS
+    )
+    n = pq.read_metadata(knn_run / "results/newsgroups/original/documents.parquet").num_rows
+    query = pairs.column("query").to_numpy().astype(np.int64)
+    candidate = pairs.column("candidate").to_numpy().astype(np.int64)
+    distinct = len(np.unique(np.minimum(query, candidate) * n * 10 + np.maximum(query, candidate)))
+    assert distinct < 0.9 * n * (n - 1) / 2
+    # the analyses and Figures 4-5 read the full matrices of the seeded sample
+    assert (knn_run / "results/newsgroups/original/sample/distances/wmd.parquet").exists()
+    for name in ("figure4_original.png", "figure5_original.png"):
+        assert (knn_run / "results/figures" / name).stat().st_size > 10_000
+
+
+def test_knn_mode_second_run_has_nothing_to_do(knn_run):
+    run = snakemake(knn_run, "--configfile", "config/config.yaml", "extra.yaml", "knn.yaml", "-n")
+    assert run.returncode == 0
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
+    """Kill a real neighbour-search job, then let Snakemake finish: one shard reruns."""
+    import signal
+    import time
+
+    results = knn_run / "results" / "newsgroups" / "original"
+    shard = results / "neighbour_shards" / "wmd-tfidf" / "2-of-3.parquet"
+    certificates = shard.with_name("2-of-3.certificates.parquet")
+    table = results / "neighbours" / "wmd-tfidf.parquet"
+    before = table.read_bytes()
+    for path in (shard, certificates, table, table.with_name("wmd-tfidf.certificates.parquet")):
+        path.unlink()
+    command = [
+        str(Path(sys.executable).parent / "wmdeval"),
+        "wmd-search",
+        "--documents",
+        str(results / "documents.parquet"),
+        "--splits",
+        str(results / "splits.parquet"),
+        "--embeddings",
+        str(knn_run / "results" / "newsgroups" / "vectors" / "embeddings.parquet"),
+        "--weighting",
+        "tfidf",
+        "--settings",
+        "{}",
+        "--shard",
+        "2-of-3",
+        "--threads",
+        "1",
+        "--train-first",
+        "yes",
+        "--out-pairs",
+        str(shard),
+        "--out-certificates",
+        str(certificates),
+    ]
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+    assert job.returncode == -signal.SIGKILL
+    assert not shard.exists() and not certificates.exists()
+    assert not list(shard.parent.glob(".*"))  # no partial file either
+
+    target = str(table.relative_to(knn_run))
+    config = ("--configfile", "config/config.yaml", "extra.yaml", "knn.yaml")
+    plan = snakemake(knn_run, target, *config, "-n")
+    rows = [line.split() for line in (plan.stdout + plan.stderr).splitlines()]
+    counts = {
+        row[0]: row[1]
+        for row in rows
+        if len(row) == 2 and row[0] in ("wmd_search", "wmd_neighbours") and row[1].isdigit()
+    }
+    assert counts == {"wmd_search": "1", "wmd_neighbours": "1"}, plan.stderr[-3000:]
+    run = snakemake(knn_run, target, *config)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert table.read_bytes() == before
+
+
 def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under results/ (logs and benchmarks aside): modification time and bytes."""
     return {

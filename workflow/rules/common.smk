@@ -18,6 +18,7 @@ from wmdeval.core.methods import (
 )
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
+    search_resources as wmd_search_resources,
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
 )
@@ -47,6 +48,21 @@ except WmdevalError as error:
 
 DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
+
+
+def wmd_mode(dataset):
+    """How a dataset's WMD methods are computed: "full" (every pair) or "knn" (an exact
+    top-k search pruned by lower bounds); its `wmd_mode`, else `wmd.mode`."""
+    return config["datasets"][dataset].get("wmd_mode", config["wmd"]["mode"])
+
+
+# Said once while planning (so in every dry run): which datasets solve full matrices.
+if DATASETS:
+    print(
+        "wmdeval: WMD mode per dataset: "
+        + ", ".join(f"{d}={wmd_mode(d)}" for d in DATASETS),
+        file=sys.stderr,
+    )
 
 
 def names_regex(names):
@@ -134,6 +150,68 @@ def wmd_matrix(dataset, variant, slug):
     return f"results/{dataset}/{variant}/distances/{slug}.parquet"
 
 
+def matrix_root(dataset, variant):
+    """Where the documents and full WMD matrices of the analyses and Figures 4-5 live:
+    the variant's own, or in knn mode those of its seeded sample (wmd.sample_documents).
+    """
+    sample = "/sample" if wmd_mode(dataset) == "knn" else ""
+    return f"results/{dataset}/{variant}{sample}"
+
+
+def full_matrix(dataset, variant, slug):
+    """The full WMD matrix an analysis or figure reads (see matrix_root)."""
+    return f"{matrix_root(dataset, variant)}/distances/{slug}.parquet"
+
+
+def neighbour_tables(dataset, variant, slug):
+    """knn mode: a method's neighbour table, (pairs, certificates)."""
+    root = f"results/{dataset}/{variant}/neighbours/{slug}"
+    return [f"{root}.parquet", f"{root}.certificates.parquet"]
+
+
+def evaluate_inputs(wildcards):
+    """The variant's documents and splits, and per WMD method its matrix (full mode) or
+    its neighbour table (knn mode)."""
+    d, v = wildcards.dataset, wildcards.variant
+    inputs = {
+        "documents": f"results/{d}/{v}/documents.parquet",
+        "splits": f"results/{d}/{v}/splits.parquet",
+    }
+    if wmd_mode(d) == "knn":
+        inputs["neighbours"] = [p for s in WMD_SLUGS for p in neighbour_tables(d, v, s)]
+    else:
+        inputs["matrices"] = [wmd_matrix(d, v, slug) for slug in WMD_SLUGS]
+    return inputs
+
+
+def evaluate_wmd(wildcards, input):
+    """--wmd of the evaluate job: {method slug: matrix} (full mode; {} in knn mode)."""
+    matrices = input.matrices if "matrices" in input.keys() else []
+    return spec_json(dict(zip(WMD_SLUGS, matrices)))
+
+
+def evaluate_neighbours(wildcards, input):
+    """--neighbours of the evaluate job in knn mode (nothing in full mode)."""
+    if "neighbours" not in input.keys():
+        return ""
+    tables = list(input.neighbours)
+    pairs = {slug: tables[2 * k : 2 * k + 2] for k, slug in enumerate(WMD_SLUGS)}
+    return f"--neighbours '{spec_json(pairs)}'"
+
+
+# The stored work units of each method's neighbour search (knn mode), named like blocks.
+SEARCH_SHARDS = [
+    f"{k}-of-{config['wmd']['search_shards']}"
+    for k in range(1, config["wmd"]["search_shards"] + 1)
+]
+
+
+def search_resources(documents, shard, threads, attempt):
+    """mem_mb and runtime of one neighbour-search job ("2-of-4")."""
+    n_shards = int(shard.split("-of-")[1])
+    return wmd_search_resources(documents, n_shards, threads, attempt)
+
+
 def wmd_embeddings(wildcards):
     """Word vectors of a WMD method: the dataset's, or their PCA projection."""
     if wildcards.method.startswith("wmd-pca"):
@@ -167,23 +245,19 @@ def figure_inputs(wildcards):
     """Per dataset of the run: the variant's documents, splits, WMD matrix and word
     vectors; with pca_dims, the first projection's vectors and WMD matrix too."""
     inputs = {
-        "documents": expand(
-            "results/{dataset}/{variant}/documents.parquet",
-            dataset=DATASETS,
-            variant=wildcards.variant,
-        ),
-        "splits": expand(
-            "results/{dataset}/{variant}/splits.parquet",
-            dataset=DATASETS,
-            variant=wildcards.variant,
-        ),
-        "matrices": [wmd_matrix(d, wildcards.variant, WMD.slug) for d in DATASETS],
+        "documents": [
+            f"{matrix_root(d, wildcards.variant)}/documents.parquet" for d in DATASETS
+        ],
+        "splits": [
+            f"{matrix_root(d, wildcards.variant)}/splits.parquet" for d in DATASETS
+        ],
+        "matrices": [full_matrix(d, wildcards.variant, WMD.slug) for d in DATASETS],
         "embeddings": [f"results/{d}/vectors/embeddings.parquet" for d in DATASETS],
     }
     if PCA_DIMS:
         dim = PCA_DIMS[0]
         inputs["pca_matrices"] = [
-            wmd_matrix(d, wildcards.variant, f"wmd-pca{dim}") for d in DATASETS
+            full_matrix(d, wildcards.variant, f"wmd-pca{dim}") for d in DATASETS
         ]
         inputs["pca_embeddings"] = [
             f"results/{d}/vectors/pca{dim}.parquet" for d in DATASETS
@@ -195,12 +269,14 @@ ANALYSES = config["analyses"]
 
 
 def analysis_inputs(wildcards):
-    """A variant's documents, splits and its WMD and WMD-TF-IDF matrices."""
+    """A variant's documents, splits and its WMD and WMD-TF-IDF matrices (in knn mode,
+    those of its seeded sample)."""
+    root = matrix_root(wildcards.dataset, wildcards.variant)
     return {
-        "documents": f"results/{wildcards.dataset}/{wildcards.variant}/documents.parquet",
-        "splits": f"results/{wildcards.dataset}/{wildcards.variant}/splits.parquet",
-        "wmd": wmd_matrix(wildcards.dataset, wildcards.variant, WMD.slug),
-        "wmd_tfidf": wmd_matrix(wildcards.dataset, wildcards.variant, WMD_TFIDF.slug),
+        "documents": f"{root}/documents.parquet",
+        "splits": f"{root}/splits.parquet",
+        "wmd": full_matrix(wildcards.dataset, wildcards.variant, WMD.slug),
+        "wmd_tfidf": full_matrix(wildcards.dataset, wildcards.variant, WMD_TFIDF.slug),
     }
 
 
@@ -302,6 +378,7 @@ wildcard_constraints:
     download=names_regex(DOWNLOADS),
     method="wmd|wmd-tfidf|wmd-pca[0-9]+",
     dim="[0-9]+",
+    shard="[0-9]+-of-[0-9]+",
 
 
 def text_source_inputs(wildcards):

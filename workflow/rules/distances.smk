@@ -134,3 +134,130 @@ rule project_pca:
 
 
 ruleorder: wmd_subset > wmd_gather
+
+
+# wmd.mode knn: instead of full matrices, an exact top-k search per query, pruned by lower
+# bounds, for exactly the neighbours kNN and wkNN read (workflow/wmdeval/distances/wmd/
+# search.py and bounds.py). Stored in query shards ("<k>-of-<wmd.search_shards>"), one job
+# each, then combined per method into a neighbour table that evaluate reads.
+rule wmd_search:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        splits="results/{dataset}/{variant}/splits.parquet",
+        embeddings=wmd_embeddings,
+    output:
+        pairs="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.parquet",
+        certificates="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.certificates.parquet",
+    log:
+        logged("{dataset}/{variant}/neighbour_shards/{method}/{shard}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/neighbour_shards/{method}/{shard}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: config["wmd"]["threads"]
+    resources:
+        mem_mb=lambda wildcards, input, threads, attempt: search_resources(
+            input.documents, wildcards.shard, threads, attempt
+        )["mem_mb"],
+        runtime=lambda wildcards, input, threads, attempt: search_resources(
+            input.documents, wildcards.shard, threads, attempt
+        )["runtime"],
+    params:
+        weighting=lambda wildcards: (
+            "tfidf" if wildcards.method == "wmd-tfidf" else "bow"
+        ),
+        settings=spec_json(config["evaluation"]),
+        train_first="yes" if config["wmd"]["skip_test_pairs"] else "no",
+    shell:
+        "wmdeval wmd-search --documents {input.documents} --splits {input.splits}"
+        " --embeddings {input.embeddings} --weighting {params.weighting}"
+        " --settings {params.settings:q} --shard {wildcards.shard} --threads {threads}"
+        " --train-first {params.train_first} --out-pairs {output.pairs}"
+        " --out-certificates {output.certificates} 2> {log}"
+
+
+rule wmd_neighbours:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        pairs=expand(
+            "results/{{dataset}}/{{variant}}/neighbour_shards/{{method}}/{shard}.parquet",
+            shard=SEARCH_SHARDS,
+        ),
+        certificates=expand(
+            "results/{{dataset}}/{{variant}}/neighbour_shards/{{method}}/{shard}.certificates.parquet",
+            shard=SEARCH_SHARDS,
+        ),
+    output:
+        pairs="results/{dataset}/{variant}/neighbours/{method}.parquet",
+        certificates="results/{dataset}/{variant}/neighbours/{method}.certificates.parquet",
+    log:
+        logged("{dataset}/{variant}/neighbours/{method}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/neighbours/{method}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "wmdeval wmd-neighbours --documents {input.documents} --pairs {input.pairs}"
+        " --certificates {input.certificates} --out-pairs {output.pairs}"
+        " --out-certificates {output.certificates} 2> {log}"
+
+
+# knn mode: the analyses and Figures 4-5 need full matrices; they read those of a seeded
+# sample of wmd.sample_documents documents, solved exactly by the rules above.
+rule sample_variant:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        splits="results/{dataset}/{variant}/splits.parquet",
+    output:
+        documents="results/{dataset}/{variant}/sample/documents.parquet",
+        splits="results/{dataset}/{variant}/sample/splits.parquet",
+    log:
+        logged("{dataset}/{variant}/sample/sample_variant"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/sample/sample_variant")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        size=config["wmd"]["sample_documents"],
+        seed=config["wmd"]["sample_seed"],
+    shell:
+        "wmdeval sample-variant --documents {input.documents} --splits {input.splits}"
+        " --size {params.size} --seed {params.seed} --out-documents {output.documents}"
+        " --out-splits {output.splits} 2> {log}"
+
+
+use rule wmd_block as wmd_sample_block with:
+    input:
+        documents="results/{dataset}/{variant}/sample/documents.parquet",
+        splits="results/{dataset}/{variant}/sample/splits.parquet",
+        embeddings=wmd_embeddings,
+    output:
+        "results/{dataset}/{variant}/sample/wmd_blocks/{method}/{block}.parquet",
+    log:
+        logged("{dataset}/{variant}/sample/wmd_blocks/{method}/{block}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/sample/wmd_blocks/{method}/{block}")
+
+
+use rule wmd_gather as wmd_sample_gather with:
+    input:
+        documents="results/{dataset}/{variant}/sample/documents.parquet",
+        splits="results/{dataset}/{variant}/sample/splits.parquet",
+        blocks=expand(
+            "results/{{dataset}}/{{variant}}/sample/wmd_blocks/{{method}}/{block}.parquet",
+            block=WMD_BLOCKS,
+        ),
+    output:
+        "results/{dataset}/{variant}/sample/distances/{method}.parquet",
+    log:
+        logged("{dataset}/{variant}/sample/distances/{method}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/sample/distances/{method}")

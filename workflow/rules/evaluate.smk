@@ -6,12 +6,8 @@
 
 rule evaluate:
     input:
-        documents="results/{dataset}/{variant}/documents.parquet",
-        splits="results/{dataset}/{variant}/splits.parquet",
-        matrices=lambda wildcards: [
-            wmd_matrix(wildcards.dataset, wildcards.variant, slug)
-            for slug in WMD_SLUGS
-        ],
+        # per WMD method its matrix, or in knn mode its neighbour table
+        unpack(evaluate_inputs),
     output:
         "results/{dataset}/{variant}/scores.parquet",
     log:
@@ -27,10 +23,12 @@ rule evaluate:
         runtime=60,
     params:
         settings=spec_json(config["evaluation"]),
-        wmd=lambda wildcards, input: spec_json(dict(zip(WMD_SLUGS, input.matrices))),
+        wmd=evaluate_wmd,
+        neighbours=evaluate_neighbours,
     shell:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
-        " --wmd {params.wmd:q} --settings {params.settings:q} --dataset {wildcards.dataset}"
+        " --wmd {params.wmd:q} {params.neighbours} --settings {params.settings:q}"
+        " --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --out {output} 2> {log}"
 
 

@@ -59,6 +59,12 @@ def block_name(text: str) -> tuple[int, int]:
     return item - 1, total
 
 
+def yes_no(text: str) -> bool:
+    if text not in ("yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected yes or no, got {text!r}")
+    return text == "yes"
+
+
 def name_and_path(text: str) -> tuple[str, str]:
     """``NAME=PATH`` -> (name, path)."""
     name, sep, path = text.partition("=")
@@ -341,6 +347,53 @@ COMMANDS: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "wmd-search",
+        "distances.wmd.search:run_search",
+        "exact kNN search of one query shard under WMD, pruned by lower bounds (wmd.mode knn)",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            path("--embeddings", "embeddings_path"),
+            Arg("--weighting", "weighting", "bow or tfidf"),
+            Arg("--settings", "settings", "the evaluation config (JSON): the query roles", json_value),
+            Arg("--shard", ("shard", "n_shards"), "N-of-M (1-based)", block_name),
+            Arg("--threads", "threads", "solver threads", int),
+            Arg(
+                "--train-first",
+                "train_first",
+                "yes: orient pairs like wmd.skip_test_pairs's solve order (one-fold data)",
+                yes_no,
+            ),
+            path("--out-pairs", "out_pairs"),
+            path("--out-certificates", "out_certificates"),
+        ),
+    ),
+    Command(
+        "wmd-neighbours",
+        "distances.wmd.search:run_merge",
+        "combine a method's search shards into its neighbour table",
+        (
+            path("--documents", "documents_path"),
+            path("--pairs", "pair_paths", nargs="+"),
+            path("--certificates", "certificate_paths", nargs="+"),
+            path("--out-pairs", "out_pairs"),
+            path("--out-certificates", "out_certificates"),
+        ),
+    ),
+    Command(
+        "sample-variant",
+        "cleaning.vocabulary:run_sample",
+        "a seeded sample of a variant's documents, for what needs full matrices in knn mode",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            Arg("--size", "size", "documents to keep (all if fewer)", int),
+            SEED,
+            path("--out-documents", "out_documents"),
+            path("--out-splits", "out_splits"),
+        ),
+    ),
+    Command(
         "wmd-subset",
         "distances.wmd.blocks:run_subset",
         "take a variant's rows and columns of a matrix",
@@ -370,6 +423,13 @@ COMMANDS: tuple[Command, ...] = (
             path("--documents", "documents_path"),
             path("--splits", "splits_path"),
             Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON; {} for none)", json_value),
+            Arg(
+                "--neighbours",
+                "neighbour_paths",
+                "{method slug: [pairs path, certificates path]} (JSON): wmd.mode knn",
+                json_value,
+                required=False,
+            ),
             Arg("--settings", "settings", "the evaluation config (JSON)", json_value),
             path("--dataset", "dataset"),
             path("--variant", "variant"),

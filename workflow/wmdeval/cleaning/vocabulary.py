@@ -117,3 +117,25 @@ def run_select(
     )
     write_table(documents, out_documents, schemas.DOCUMENTS)
     write_table(splits, out_splits, schemas.SPLITS)
+
+
+def run_sample(
+    documents_path: str,
+    splits_path: str,
+    size: int,
+    seed: int,
+    out_documents: str,
+    out_splits: str,
+) -> None:
+    """Write a seeded sample of ``size`` documents (all of them if there are fewer) and
+    their splits: the documents whose full WMD matrices the analyses and Figures 4-5
+    read in ``wmd.mode: knn``, where the variant has no full matrix."""
+    if size < 2:
+        raise WmdevalError(f"a sample needs at least 2 documents, got {size}")
+    documents = read_documents(documents_path)
+    doc_ids = np.sort(documents.column("doc_id").to_numpy())
+    if len(doc_ids) > size:
+        doc_ids = np.sort(np.random.default_rng(seed).choice(doc_ids, size, replace=False))
+    sample, splits = select_variant(documents, read_splits(splits_path), doc_ids)
+    write_table(sample, out_documents, schemas.DOCUMENTS)
+    write_table(splits, out_splits, schemas.SPLITS)

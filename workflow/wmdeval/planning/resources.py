@@ -52,6 +52,44 @@ def block_resources(
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
+@functools.lru_cache(maxsize=64)
+def _vocabulary_size(path: str, mtime_ns: int) -> int:
+    words = pq.read_table(path, columns=["words"]).column("words")
+    return len(pc.unique(pc.list_flatten(words.combine_chunks())))
+
+
+#: Share of a full matrix's pairs the neighbour search is planned to solve; measured
+#: 1.5-25 % (README), so this is generous for all but small corpora of long documents.
+SEARCH_SHARE = 0.3
+
+
+def search_resources(
+    documents_path, n_shards: int, threads: int, attempt: int = 1
+) -> dict[str, int]:
+    """``{"mem_mb": int, "runtime": int (minutes)}`` of one neighbour-search job (knn mode).
+
+    Memory: the bounds' float32 word-to-document distances (documents x the shard's
+    vocabulary, the shard's queries x the whole vocabulary), a float64 block of bound
+    rows, and the documents. Run time: SEARCH_SHARE of the full matrix's work, split over
+    the shards, 3x the fitted time as for blocks. Doubled per retry; a nominal request
+    before the documents exist (a dry run).
+    """
+    try:
+        stat = os.stat(documents_path)
+    except OSError:
+        return {"mem_mb": 2000 * attempt, "runtime": 60 * attempt}
+    sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
+    n = len(sizes)
+    n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
+    bounds_mb = 4 * (n * n_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
+    mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + 30 * stat.st_size / 1e6))
+    units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
+    seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
+    runtime = int(np.ceil(10 + 3 * seconds / 60))
+    factor = 2 ** (attempt - 1)
+    return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
+
+
 def gather_mem_mb(documents_path) -> int:
     """Memory (MB) of the gather job: the float32 n x n matrix about three times over.
 

@@ -1,0 +1,282 @@
+"""wmd.mode knn against full matrices, on the real 8,000-review corpus.
+
+Data: ``../shared/data/amazon_reviews.tsv`` (or ``--data``), read as a ``format: table``
+dataset with a seeded Word2Vec trained on it like the demo's (50-d, 20 epochs, min_count
+2), through the workflow itself (``snakemake`` up to the original variant's documents,
+five seeded folds). Prepared once in ``--workdir``.
+
+Runs, WMD (bag-of-words weights), on this machine:
+
+1. A seeded sample of 3,000 reviews in both modes: full (every pair, the block solver,
+   as the wmd_block jobs run it) and knn (lower bounds + exact top-k search, as the
+   wmd_search jobs run it). Both give scores.parquet rows through the evaluation; they
+   must be identical.
+2. All 8,000 reviews in knn mode. The full mode's cost there is estimated from a timed
+   random sample of pairs (``--pairs``, at least 20,000) solved the full mode's way (one
+   row of cost matrices per document), and the output says so.
+3. The peer library src-d/wmd-relax (PyPI ``wmd``) on the same exact top-19 queries
+   (the test documents of fold 0 among its training documents): milliseconds per query
+   and how many of its answers differ from the exact top 19. It runs in its own
+   environment (``--relax-python``; see benchmarks/wmd_relax_peer.py); skipped if absent.
+
+Solves are exact network-simplex calls; "share" is solves / (n (n - 1) / 2). CPU is
+process time (both threads), bounds included in knn. The last line:
+
+    knn_pruning: <solves ratio>x fewer solves, <cpu ratio>x less CPU, scores identical: yes|no
+
+with the ratios of the 8,000 reviews.
+
+    python benchmarks/knn_pruning.py [--quick] [--threads 2] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from wmdeval.classification import knn
+from wmdeval.cleaning.vocabulary import select_variant
+from wmdeval.core import io
+from wmdeval.core.roles import query_roles
+from wmdeval.distances.factory import prepare_variant
+from wmdeval.distances.wmd import blocks, search, solver
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "amazon_reviews.tsv"
+CONFIG = """\
+datasets:
+  amazon:
+    format: table
+    path: {data}
+    text_column: text
+    label_column: label
+    embeddings: amazon-word2vec
+    stopwords: kusner115
+embeddings:
+  amazon-word2vec:
+    format: train-word2vec
+    train_on: [amazon]
+    vector_size: 50
+    epochs: 20
+    min_count: 2
+    seed: 0
+variants: [original]
+"""
+TARGETS = [
+    "results/amazon/original/documents.parquet",
+    "results/amazon/original/splits.parquet",
+    "results/amazon/vectors/embeddings.parquet",
+]
+
+
+class Clock:
+    """Wall-clock and process CPU seconds of a block of code."""
+
+    def __enter__(self) -> Clock:
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = time.process_time() - self.cpu0
+
+
+def prepare_data(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(CONFIG.format(data=data.resolve()))
+    if not all((workdir / t).exists() for t in TARGETS):
+        print(f"preparing the corpus with snakemake in {workdir} ...", flush=True)
+        subprocess.run(
+            ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml"]
+            + ["--cores", "2", *TARGETS],
+            cwd=workdir,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return (
+        io.read_documents(workdir / TARGETS[0]),
+        io.read_splits(workdir / TARGETS[1]),
+        io.read_table(workdir / TARGETS[2]),
+    )
+
+
+def sample(documents: pa.Table, splits: pa.Table, size: int, seed: int):
+    ids = documents.column("doc_id").to_numpy()
+    keep = np.sort(np.random.default_rng(seed).choice(ids, size, replace=False))
+    return select_variant(documents, splits, keep)
+
+
+def run_full(inputs: solver.WmdInputs, threads: int, n_blocks: int = 8):
+    """Every pair, as the wmd_block jobs solve them; the gathered float32 matrix."""
+    with Clock() as clock:
+        tables = [solver.solve_block(inputs, b, n_blocks, threads) for b in range(n_blocks)]
+        matrix = blocks.gather(inputs.n, tables)
+    return matrix, clock
+
+
+def run_knn(inputs: solver.WmdInputs, splits: pa.Table, threads: int):
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    stats = search.SearchStats()
+    with Clock() as clock:
+        tables = search.search_shard(inputs, np.arange(inputs.n), folds, None, 0, 1, threads, stats)
+    return tables, stats, clock
+
+
+def full_rate_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
+    """CPU seconds per pair of the full mode, from random pairs solved its way: for a
+    random set of rows, the row's cost matrix once, then each of its sampled pairs."""
+    rng = np.random.default_rng(seed)
+    n = inputs.n
+    last_doc = solver._last_document_of_each_word(inputs)
+    per_row = 50
+    rows = rng.choice(n - per_row - 1, n_pairs // per_row, replace=False)
+    out = np.empty(per_row)
+    done = [0]
+    with Clock() as clock:
+        for i in rows.tolist():
+            j0 = int(rng.integers(i + 1, n - per_row + 1))
+            solver._solve_row(inputs, last_doc, i, j0, j0 + per_row, out, done, 0)
+    return clock.cpu / (len(rows) * per_row)
+
+
+def share(solves: int, n: int) -> float:
+    return solves / (n * (n - 1) / 2)
+
+
+def relax_peer(
+    python: str, inputs: solver.WmdInputs, splits: pa.Table, table: knn.Distances, n_queries: int
+) -> str:
+    """wmd-relax on the test documents of fold 0 among its training documents, top 19."""
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    role = [r for r in query_roles(folds, inputs.empty, None) if r.name == "test"][0]
+    queries = role.queries[:n_queries]
+    exact = table.nearest(queries, role.candidates, 19)
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(
+            Path(tmp) / "in.npz",
+            vectors=inputs.vectors,
+            flat=inputs.flat_indices,
+            offsets=inputs.offsets,
+            weights=np.concatenate(inputs.weights),
+            queries=queries,
+            candidates=role.candidates,
+        )
+        script = (
+            "import sys, numpy as np, json; sys.path.insert(0, sys.argv[2]);"
+            "import wmd_relax_peer as p; d = np.load(sys.argv[1] + '/in.npz');"
+            "docs = [(d['flat'][a:b], d['weights'][a:b]) for a, b in"
+            " zip(d['offsets'][:-1], d['offsets'][1:])];"
+            "found, seconds = p.relax_top_k(d['vectors'], docs, d['queries'],"
+            " d['candidates'], 19);"
+            "np.save(sys.argv[1] + '/out.npy', found); print(json.dumps(seconds))"
+        )
+        done = subprocess.run(
+            [python, "-c", script, tmp, str(REPO / "benchmarks")],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            return f"wmd-relax: failed ({done.stderr.strip().splitlines()[-1]})"
+        seconds = json.loads(done.stdout.strip().splitlines()[-1])
+        found = np.load(Path(tmp) / "out.npy")
+    want = role.candidates[exact.index]
+    differ = sum(
+        set(f[f >= 0].tolist()) != set(w.tolist()) for f, w in zip(found, want, strict=True)
+    )
+    return (
+        f"wmd-relax (defaults): {1000 * seconds / len(queries):.1f} ms per query "
+        f"({len(queries)} test queries of fold 0, top 19); {differ} of {len(queries)} "
+        "answers differ from the exact top 19"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-bench")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sample", type=int, default=3000)
+    parser.add_argument("--pairs", type=int, default=20000)
+    parser.add_argument("--relax-python", default="/work/venv-relax/bin/python")
+    parser.add_argument("--relax-queries", type=int, default=200)
+    parser.add_argument("--quick", action="store_true", help="600 and 1,500 documents")
+    args = parser.parse_args()
+    documents, splits, embeddings = prepare_data(args.data, args.workdir)
+    sizes = (600, 1500) if args.quick else (args.sample, documents.num_rows)
+
+    # 1. a seeded sample in both modes
+    docs, folds = sample(documents, splits, sizes[0], seed=0)
+    inputs = solver.prepare(docs, embeddings, "bow")
+    n = inputs.n
+    print(f"1. seeded sample: {n} reviews, {inputs.sizes.mean():.1f} distinct words per review")
+    matrix, full_clock = run_full(inputs, args.threads)
+    (pair_table, certificates), stats, knn_clock = run_knn(inputs, folds, args.threads)
+    ids = docs.column("doc_id").to_numpy()
+    full_scores = knn.evaluate_dataset(docs, folds, {"wmd": (ids, matrix)}, None, "a", "o")
+    knn_scores = knn.evaluate_dataset(
+        docs, folds, {}, None, "a", "o", neighbour_tables={"wmd": (pair_table, certificates)}
+    )
+    identical = full_scores.equals(knn_scores)
+    print(
+        f"   full: {n * (n - 1) // 2:,} solves, {full_clock.cpu:.0f} s CPU, "
+        f"{full_clock.wall:.0f} s wall"
+    )
+    print(
+        f"   knn:  {stats.solves:,} solves ({100 * share(stats.solves, n):.1f} % of the full "
+        f"matrix), bounds {stats.bound_seconds:.1f} s, {knn_clock.cpu:.0f} s CPU, "
+        f"{knn_clock.wall:.0f} s wall"
+    )
+    print(
+        f"   {share(stats.solves, n) ** -1:.1f}x fewer solves, "
+        f"{full_clock.cpu / knn_clock.cpu:.1f}x less CPU; scores.parquet rows identical "
+        f"({full_scores.num_rows} rows, all 14 methods): {'yes' if identical else 'NO'}"
+    )
+    sample_rate = full_clock.cpu / (n * (n - 1) / 2)
+
+    # 2. every review, knn mode
+    inputs = solver.prepare(documents, embeddings, "bow")
+    n = inputs.n
+    print(f"2. all {n} reviews, {inputs.sizes.mean():.1f} distinct words per review")
+    (pair_table, certificates), stats, knn_clock = run_knn(inputs, splits, args.threads)
+    rate = full_rate_estimate(inputs, args.pairs, seed=1)
+    all_pairs = n * (n - 1) // 2
+    full_cpu = rate * all_pairs
+    print(
+        f"   knn:  {stats.solves:,} solves ({100 * share(stats.solves, n):.2f} % of the full "
+        f"matrix), bounds {stats.bound_seconds:.0f} s, {knn_clock.cpu:.0f} s CPU, "
+        f"{knn_clock.wall:.0f} s wall"
+    )
+    print(
+        f"   full: {all_pairs:,} solves, estimated {full_cpu:.0f} s CPU from a timed random "
+        f"sample of {args.pairs:,} pairs ({1e3 * rate:.3f} ms per pair; the 3,000-review "
+        f"run measured {1e3 * sample_rate:.3f})"
+    )
+    solves_ratio = all_pairs / stats.solves
+    cpu_ratio = full_cpu / knn_clock.cpu
+
+    # 3. the peer library on the same top-19 queries
+    if os.path.exists(args.relax_python):
+        table = prepare_variant(documents, splits, {}, {"wmd": (pair_table, certificates)}).wmd[
+            "wmd"
+        ]
+        print("3. " + relax_peer(args.relax_python, inputs, splits, table, args.relax_queries))
+    else:
+        print(f"3. wmd-relax: skipped ({args.relax_python} not found)")
+    print(
+        f"knn_pruning: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
+        f"scores identical: {'yes' if identical else 'no'}"
+    )
+    sys.exit(0 if identical else 1)
+
+
+if __name__ == "__main__":
+    main()
