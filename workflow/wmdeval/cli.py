@@ -355,7 +355,7 @@ COMMANDS: tuple[Command, ...] = (
             path("--splits", "splits_path"),
             path("--embeddings", "embeddings_path"),
             Arg("--weighting", "weighting", "bow or tfidf"),
-            Arg("--settings", "settings", "the evaluation config (JSON): the query roles", json_value),
+            Arg("--settings", "settings", "the evaluation config (JSON): query roles", json_value),
             Arg("--shard", ("shard", "n_shards"), "N-of-M (1-based)", block_name),
             Arg("--threads", "threads", "solver threads", int),
             Arg(
