@@ -17,7 +17,7 @@ Runs, WMD (bag-of-words weights), on this machine:
 3. The peer library src-d/wmd-relax (PyPI ``wmd``) on the same exact top-19 queries
    (the test documents of fold 0 among its training documents): milliseconds per query
    and how many of its answers differ from the exact top 19. It runs in its own
-   environment (``--relax-python``; see benchmarks/wmd_relax_peer.py); skipped if absent.
+   environment (``--relax-python``; see benchmarks/relax_peer.py); skipped if absent.
 
 Solves are exact network-simplex calls; "share" is solves / (n (n - 1) / 2). CPU is
 process time (both threads), bounds included in knn. The last line:
@@ -32,7 +32,6 @@ with the ratios of the 8,000 reviews.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -169,25 +168,19 @@ def relax_peer(
             weights=np.concatenate(inputs.weights),
             queries=queries,
             candidates=role.candidates,
+            k=19,
         )
-        script = (
-            "import sys, numpy as np, json; sys.path.insert(0, sys.argv[2]);"
-            "import wmd_relax_peer as p; d = np.load(sys.argv[1] + '/in.npz');"
-            "docs = [(d['flat'][a:b], d['weights'][a:b]) for a, b in"
-            " zip(d['offsets'][:-1], d['offsets'][1:])];"
-            "found, seconds = p.relax_top_k(d['vectors'], docs, d['queries'],"
-            " d['candidates'], 19);"
-            "np.save(sys.argv[1] + '/out.npy', found); print(json.dumps(seconds))"
-        )
+        script = REPO / "benchmarks" / "relax_peer.py"
+        out = Path(tmp) / "out.npy"
         done = subprocess.run(
-            [python, "-c", script, tmp, str(REPO / "benchmarks")],
+            [python, str(script), str(Path(tmp) / "in.npz"), str(out)],
             capture_output=True,
             text=True,
         )
         if done.returncode != 0:
             return f"wmd-relax: failed ({done.stderr.strip().splitlines()[-1]})"
-        seconds = json.loads(done.stdout.strip().splitlines()[-1])
-        found = np.load(Path(tmp) / "out.npy")
+        seconds = float(done.stdout.strip().splitlines()[-1])
+        found = np.load(out)
     want = role.candidates[exact.index]
     differ = sum(
         set(f[f >= 0].tolist()) != set(w.tolist()) for f, w in zip(found, want, strict=True)

@@ -95,7 +95,15 @@ def test_command_line_value_is_read_as_the_schema_type(entry, key, expected):
 
 def test_overrides_merge_with_the_rest_of_the_config():
     cfg = overridden("wmd={blocks: 16}", "all_words=false")
-    assert cfg["wmd"] == {"blocks": 16, "skip_test_pairs": True, "threads": 1}
+    assert cfg["wmd"] == {
+        "blocks": 16,
+        "skip_test_pairs": True,
+        "threads": 1,
+        "mode": "full",
+        "search_shards": 1,
+        "sample_documents": 1000,
+        "sample_seed": 0,
+    }
     assert cfg["datasets"]["subjects"]["format"] == "demo"
 
 

@@ -154,8 +154,8 @@ def matrix_root(dataset, variant):
     """Where the documents and full WMD matrices of the analyses and Figures 4-5 live:
     the variant's own, or in knn mode those of its seeded sample (wmd.sample_documents).
     """
-    sample = "/sample" if wmd_mode(dataset) == "knn" else ""
-    return f"results/{dataset}/{variant}{sample}"
+    root = f"results/{dataset}/{variant}"
+    return f"{root}/sample" if wmd_mode(dataset) == "knn" else root
 
 
 def full_matrix(dataset, variant, slug):
