@@ -36,12 +36,29 @@ RELATIVE_MARGIN = 1e-6
 
 
 def weight_matrix(inputs: WmdInputs) -> sp.csr_matrix:
-    """The documents' marginals as a CSR matrix [documents x vocabulary rows], float64."""
+    """The documents' marginals as a CSR matrix [documents x vocabulary rows], float64,
+    with sorted indices (so no later operation reorders its entries)."""
     data = np.concatenate(inputs.weights) if inputs.n else np.zeros(0)
-    return sp.csr_matrix(
+    matrix = sp.csr_matrix(
         (data, inputs.flat_indices.astype(np.int64), inputs.offsets),
         shape=(inputs.n, len(inputs.vectors)),
     )
+    matrix.sort_indices()
+    return matrix
+
+
+def nearest_other_word(inputs: WmdInputs, weights: sp.csr_matrix) -> np.ndarray:
+    """Per entry of ``weights`` (its CSR order): the distance from that word to the nearest
+    other word of the same document, float64; inf in a one-word document."""
+    out = np.empty(weights.nnz)
+    for k in range(weights.shape[0]):
+        lo, hi = weights.indptr[k], weights.indptr[k + 1]
+        if hi - lo:
+            words = weights.indices[lo:hi]
+            d = word_distances(inputs, words, words)
+            np.fill_diagonal(d, np.inf)
+            out[lo:hi] = d.min(axis=1)
+    return out
 
 
 def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> np.ndarray:
@@ -109,6 +126,13 @@ class LowerBounds:
     Built once per query set (a search job's shard): the query words' distance to the
     nearest word of every document, and every word's distance to the nearest word of
     every query. :meth:`rows` then costs two sparse products per block of queries.
+
+    Each one-sided relaxation is tightened by overlapping mass reduction (OMR, Atasu and
+    Mittelholzer 2019): a word both documents hold can send to itself, at cost 0, only
+    as much mass as the other document has there; RWMD sends it all. The excess goes to
+    the nearest *other* word of the other document. Any transport plan obeys that limit
+    (x_ww <= the other side's weight of w), so the bound stays <= the WMD. It costs one
+    pass over the word-sharing pairs (the postings of the query's words).
     """
 
     def __init__(self, inputs: WmdInputs, queries: np.ndarray):
@@ -130,20 +154,23 @@ class LowerBounds:
             ),
             shape=(len(self.queries), len(self.vocabulary)),
         )
-        # query -> c: distance of each query word to the nearest word of each document
-        self.to_documents = np.zeros((inputs.n, len(self.vocabulary)), dtype=np.float32)
+        # query -> c: distance of each query word to the nearest word of each document,
+        # stored [vocabulary, documents] for the products of `rows`
+        to_documents = np.zeros((inputs.n, len(self.vocabulary)), dtype=np.float32)
         if len(self.filled) and len(self.vocabulary):
-            self.to_documents[self.filled] = _nearest_word(
+            to_documents[self.filled] = _nearest_word(
                 inputs,
                 self.vocabulary,
-                inputs.flat_indices.astype(np.int64),
-                inputs.offsets[self.filled],
+                weights.indices.astype(np.int64),
+                weights.indptr[self.filled],
             )
         # c -> query: distance of every word to the nearest word of each query. For the
         # query words themselves that is a part of `to_documents` (the queries are
         # documents too); only the other words need computing.
         self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
-        self.to_queries[:, self.vocabulary] = self.to_documents[self.queries]
+        self.to_queries[:, self.vocabulary] = to_documents[self.queries]
+        self.to_documents = np.ascontiguousarray(to_documents.T)
+        del to_documents
         others = np.setdiff1d(np.arange(len(inputs.vectors)), self.vocabulary)
         query_filled = np.diff(query_weights.indptr) > 0
         if query_filled.any() and len(others):
@@ -154,38 +181,90 @@ class LowerBounds:
                 query_weights.indptr[:-1][query_filled],
             )
 
-    def rows(self, at: np.ndarray) -> np.ndarray:
-        """max(WCD, RWMD) from queries ``self.queries[at]`` to every document, float64
-        [len(at), n]; NaN where either document is empty."""
+        # OMR: each word's distance to the nearest other word of its document, and which
+        # documents hold each word (CSC of the weights, with the CSR position of each entry)
+        self.second = nearest_other_word(inputs, weights)
+        at_csr = sp.csr_matrix(
+            (np.arange(1, weights.nnz + 1), weights.indices, weights.indptr), shape=weights.shape
+        ).tocsc()
+        self.postings = (at_csr.indptr, at_csr.indices, at_csr.data - 1)
+
+    def rows(self, at: np.ndarray, omr: bool = True) -> np.ndarray:
+        """max(WCD, RWMD with OMR) from queries ``self.queries[at]`` to every document,
+        float64 [len(at), n]; NaN where either document is empty. ``omr=False``: plain
+        RWMD."""
         at = np.asarray(at, dtype=np.int64)
         rows = self.queries[at]
-        forward = np.asarray(self.local[at] @ self.to_documents.T.astype(np.float64))
+        local = self.local[at]
+        forward = np.zeros((len(at), self.inputs.n))
+        for w0 in range(0, len(self.vocabulary), 2048):  # float64 a slice at a time
+            block = self.to_documents[w0 : w0 + 2048].astype(np.float64)
+            forward += np.asarray(local[:, w0 : w0 + 2048] @ block)
         backward = np.asarray(self.weights @ self.to_queries[at].T.astype(np.float64)).T
+        if omr:
+            for start in range(0, len(at), 64):
+                part = slice(start, start + 64)
+                more_forward, more_backward = self._overlap(rows[part])
+                forward[part] += more_forward
+                backward[part] += more_backward
         wcd = _distances(self.means[rows] @ self.means.T, self.sq_means[rows], self.sq_means)
         bound = np.fmax(np.maximum(forward, backward), wcd)
         bound[:, self.inputs.empty] = np.nan
         bound[self.inputs.empty[rows]] = np.nan
         return bound
 
+    def _overlap(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What OMR adds to each side, float64 [len(rows), n] each: over the words query q
+        and document c share, the excess weight times the distance to the nearest other
+        word (of c for q -> c, of q for c -> q)."""
+        weights, n = self.weights, self.inputs.n
+        starts, ends = weights.indptr[rows], weights.indptr[rows + 1]
+        occurrence = _ranges(starts, ends)  # the queries' entries, CSR positions
+        row = np.repeat(np.arange(len(rows)), ends - starts)
+        word = weights.indices[occurrence]
+        indptr, documents, position = self.postings
+        count = indptr[word + 1] - indptr[word]
+        posting = _ranges(indptr[word], indptr[word + 1])
+        at_q = np.repeat(occurrence, count)
+        at_c = position[posting]
+        a, b = weights.data[at_q], weights.data[at_c]
+        key = np.repeat(row, count) * n + documents[posting]
+        # excess * distance, and exactly 0 without excess (the distance may be inf)
+        forward = np.where(a > b, (a - b) * np.where(a > b, self.second[at_c], 0.0), 0.0)
+        backward = np.where(b > a, (b - a) * np.where(b > a, self.second[at_q], 0.0), 0.0)
+        size = len(rows) * n
+        return (
+            np.bincount(key, forward, minlength=size).reshape(len(rows), n),
+            np.bincount(key, backward, minlength=size).reshape(len(rows), n),
+        )
 
-def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
-    """RWMD (the larger one-sided relaxation) between documents ``rows`` and every
-    document, float64 [len(rows), n], by the linear-complexity method; NaN where either
-    document is empty. Each value is <= the exact WMD (up to rounding, see
-    :func:`safety_margin`)."""
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The integers of [starts[k], ends[k]) for every k, concatenated, int64."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray, omr: bool = False) -> np.ndarray:
+    """RWMD (the larger one-sided relaxation; with ``omr``, tightened by overlapping mass
+    reduction) between documents ``rows`` and every document, float64 [len(rows), n], by
+    the linear-complexity method; NaN where either document is empty. Each value is <=
+    the exact WMD (up to rounding, see :func:`safety_margin`)."""
     bounds = LowerBounds(inputs, rows)
     at = np.arange(len(bounds.queries))
-    forward = np.asarray(bounds.local @ bounds.to_documents.T.astype(np.float64))
-    backward = np.asarray(bounds.weights @ bounds.to_queries.T.astype(np.float64)).T
-    out = np.maximum(forward, backward)[at]
-    out[:, inputs.empty] = np.nan
-    out[inputs.empty[bounds.queries]] = np.nan
-    return out
+    saved = bounds.means
+    bounds.means = np.zeros_like(saved)  # WCD 0: only the relaxation is left
+    bounds.sq_means = np.zeros(len(saved))
+    return bounds.rows(at, omr=omr)
 
 
 def lower_bounds(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
-    """max(WCD, RWMD) between documents ``rows`` and every document, float64 [len(rows),
-    n]; NaN where either document is empty."""
+    """max(WCD, RWMD with OMR) between documents ``rows`` and every document, float64
+    [len(rows), n]; NaN where either document is empty."""
     bounds = LowerBounds(inputs, rows)
     return bounds.rows(np.arange(len(bounds.queries)))
 
@@ -194,6 +273,7 @@ __all__ = [
     "MAX_ENTRIES",
     "RELATIVE_MARGIN",
     "weight_matrix",
+    "nearest_other_word",
     "word_distances",
     "safety_margin",
     "centroids",
