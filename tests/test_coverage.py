@@ -228,6 +228,25 @@ def test_summary_tables_refuse_a_missing_dataset(tmp_path):
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.md").exists()
 
 
+def test_summary_table_gets_each_datasets_wmd_mode(tmp_path):
+    paths = []
+    for name in ("a", "b"):
+        paths.append(tmp_path / f"{name}.parquet")
+        io.write_table(pa.table({"dataset": [name], "documents": [3]}), paths[-1])
+    csv_path, md_path = tmp_path / "t.csv", tmp_path / "t.md"
+    report.run_summaries(paths, csv_path, md_path, "T", wmd_modes={"a": "full", "b": "knn"})
+    assert csv_path.read_text().splitlines() == [
+        "dataset,documents,wmd_mode",
+        "a,3,full",
+        "b,3,knn",
+    ]
+    with pytest.raises(io.WmdevalError, match="no mode for dataset b"):
+        report.run_summaries(
+            paths, tmp_path / "u.csv", tmp_path / "u.md", "T", wmd_modes={"a": "full"}
+        )
+    assert not (tmp_path / "u.csv").exists()
+
+
 def _empty_analysis(tmp_path, schema: pa.Schema) -> list:
     """One analysis file of dataset 'a', variant 'original', with no method rows."""
     path = tmp_path / "analysis.parquet"

@@ -731,3 +731,11 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
         f"turns {blocks:,} block submissions into {-(-blocks // bundle)}",
     ):
         assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"
+    # and the plan with every dataset in full mode
+    plan = snakemake(
+        workdir, "-n", "--configfile", "config/paper.yaml", "--config", "wmd={mode: full}"
+    )
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    full = plan.stdout.split("Job stats:", 1)[1].splitlines()
+    total = [int(row.split()[1]) for row in full if row.split()[:1] == ["total"]][0]
+    assert f"({total:,} with every dataset in full mode)" in readme

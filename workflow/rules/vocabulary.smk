@@ -79,8 +79,9 @@ rule oov_table:
         runtime=10,
     params:
         expect=expect(dataset=DATASETS),
+        modes=spec_json({d: wmd_mode(d) for d in DATASETS}),
     shell:
         "wmdeval summary-table --inputs {input} --csv {output.csv} --md {output.md}"
-        " --expect {params.expect:q}"
+        " --expect {params.expect:q} --wmd-modes {params.modes:q}"
         " --title 'Out-of-vocabulary filter and document-size control"
         " (docs/protocol.md §4)' 2> {log}"

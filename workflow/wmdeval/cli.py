@@ -479,6 +479,13 @@ COMMANDS: tuple[Command, ...] = (
             path("--title", "title"),
             path("--note", "note", "the caption under the table", required=False),
             expect("the rows (dataset, and variant where reported)"),
+            Arg(
+                "--wmd-modes",
+                "wmd_modes",
+                "{dataset: full|knn} (JSON): add each dataset's WMD mode as a column",
+                json_value,
+                required=False,
+            ),
         ),
     ),
     Command(

@@ -12,7 +12,7 @@ import csv
 import io as stdio
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -577,12 +577,20 @@ def run_summaries(
     title: str,
     note: str = "One row per dataset.",
     expected: Expected | None = None,
+    wmd_modes: Mapping[str, str] | None = None,
 ) -> None:
     """Combine per-dataset report tables (duplicates, OOV) into one CSV + Markdown table,
-    whose rows must cover exactly ``expected`` when it is given."""
+    whose rows must cover exactly ``expected`` when it is given. ``wmd_modes``: {dataset:
+    "full" or "knn"}, added as a last column ``wmd_mode`` (every dataset must have one)."""
     tables = [read_table(path) for path in inputs]
     combined = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     if expected is not None:
         require_exact_coverage(combined, expected, coverage_sources(inputs))
+    if wmd_modes is not None:
+        datasets = combined.column("dataset").to_pylist()
+        missing = sorted(set(datasets) - set(wmd_modes))
+        if missing:
+            raise WmdevalError(f"--wmd-modes names no mode for dataset {missing[0]}")
+        combined = combined.append_column("wmd_mode", pa.array([wmd_modes[d] for d in datasets]))
     header, rows = summary_rows(combined)
     write_table_files(rows, header, csv_path, md_path, title, note)
