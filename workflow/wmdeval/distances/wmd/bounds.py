@@ -189,10 +189,10 @@ class LowerBounds:
         ).tocsc()
         self.postings = (at_csr.indptr, at_csr.indices, at_csr.data - 1)
 
-    def rows(self, at: np.ndarray, omr: bool = True) -> np.ndarray:
+    def rows(self, at: np.ndarray, omr: bool = True, wcd: bool = True) -> np.ndarray:
         """max(WCD, RWMD with OMR) from queries ``self.queries[at]`` to every document,
         float64 [len(at), n]; NaN where either document is empty. ``omr=False``: plain
-        RWMD."""
+        RWMD; ``wcd=False``: the relaxation alone."""
         at = np.asarray(at, dtype=np.int64)
         rows = self.queries[at]
         local = self.local[at]
@@ -207,8 +207,10 @@ class LowerBounds:
                 more_forward, more_backward = self._overlap(rows[part])
                 forward[part] += more_forward
                 backward[part] += more_backward
-        wcd = _distances(self.means[rows] @ self.means.T, self.sq_means[rows], self.sq_means)
-        bound = np.fmax(np.maximum(forward, backward), wcd)
+        bound = np.maximum(forward, backward)
+        if wcd:
+            centroid = self.means[rows] @ self.means.T
+            bound = np.fmax(bound, _distances(centroid, self.sq_means[rows], self.sq_means))
         bound[:, self.inputs.empty] = np.nan
         bound[self.inputs.empty[rows]] = np.nan
         return bound
@@ -255,11 +257,7 @@ def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray, omr: bool = False) -> np.nd
     the linear-complexity method; NaN where either document is empty. Each value is <=
     the exact WMD (up to rounding, see :func:`safety_margin`)."""
     bounds = LowerBounds(inputs, rows)
-    at = np.arange(len(bounds.queries))
-    saved = bounds.means
-    bounds.means = np.zeros_like(saved)  # WCD 0: only the relaxation is left
-    bounds.sq_means = np.zeros(len(saved))
-    return bounds.rows(at, omr=omr)
+    return bounds.rows(np.arange(len(bounds.queries)), omr=omr, wcd=False)
 
 
 def lower_bounds(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:

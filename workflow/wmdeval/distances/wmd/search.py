@@ -39,9 +39,10 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
+from .blocks import _log_empty, _read_embeddings
 from .bounds import LowerBounds, safety_margin
-from .pairs import document_work
-from .solver import WmdInputs, _blas, wmd_pair
+from .pairs import document_work, solve_order
+from .solver import WmdInputs, _blas, prepare, wmd_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
@@ -311,15 +312,10 @@ def run_search(
     orient pairs by the solve order of the full mode with ``wmd.skip_test_pairs`` (one-fold
     datasets: training documents first), so both modes solve each pair the same way.
     """
-    from .blocks import _log_empty, _read_embeddings
-
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
-    from .pairs import solve_order
-    from .solver import prepare
-
     documents = io.read_documents(documents_path)
     if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
         # positions are both the tie rule's order and the full mode's solve order
