@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -130,26 +131,33 @@ def run_knn(inputs: solver.WmdInputs, splits: pa.Table, threads: int):
     return tables, stats, clock
 
 
-def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
+def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads: int) -> float:
     """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, one
     row of cost matrices per document, then each pair of the row), from a timed random
-    sample: ``n_pairs`` pairs in runs of 500 from random rows. A row's cost matrices
-    are timed on their own and counted once per row, as the full mode pays them."""
+    sample: ``n_pairs`` pairs in runs of 500 from random rows, spread over ``threads``
+    threads as the knn run is (so both pay the same contention for the machine's cores).
+    A row's cost matrices are timed on their own and counted once per row, as the full
+    mode pays them. Each thread's own CPU clock times its work."""
     rng = np.random.default_rng(seed)
     n, run = inputs.n, 500
     last_doc = solver._last_document_of_each_word(inputs)
-    rows = rng.choice(n - run - 1, n_pairs // run, replace=False)
-    out, done = np.empty(run), [0]
-    row_seconds, pair_seconds = [], []
-    with solver._blas().limit(limits=1, user_api="blas"):
-        for i in rows.tolist():
-            with Clock() as costs:
-                solver._row_costs(inputs, last_doc, i)
-            j0 = int(rng.integers(i + 1, n - run + 1))
-            with Clock() as clock:
-                solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
-            row_seconds.append(costs.cpu)
-            pair_seconds.append(max(clock.cpu - costs.cpu, 0.0) / run)
+    rows = rng.choice(n - run - 1, n_pairs // run, replace=False).tolist()
+    starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
+
+    def timed_row(task: tuple[int, int]) -> tuple[float, float]:
+        i, j0 = task
+        out, done = np.empty(run), [0]
+        t0 = time.thread_time()
+        solver._row_costs(inputs, last_doc, i)
+        t1 = time.thread_time()
+        solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
+        t2 = time.thread_time()
+        # _solve_row computes the row's costs again: subtract them once.
+        return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0) / run
+
+    with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        timed = list(pool.map(timed_row, zip(rows, starts, strict=True)))
+    row_seconds, pair_seconds = zip(*timed, strict=True)
     return n * float(np.mean(row_seconds)) + n * (n - 1) / 2 * float(np.mean(pair_seconds))
 
 
@@ -255,7 +263,7 @@ def main() -> None:
     n = inputs.n
     print(f"2. {n} reviews, {inputs.sizes.mean():.1f} distinct words per review", flush=True)
     (pair_table, certificates), stats, knn_clock = run_knn(inputs, splits, args.threads)
-    full_cpu = full_cpu_estimate(inputs, args.pairs, seed=1)
+    full_cpu = full_cpu_estimate(inputs, args.pairs, seed=1, threads=args.threads)
     all_pairs = n * (n - 1) // 2
     rate = full_cpu / all_pairs
     print(
@@ -265,7 +273,8 @@ def main() -> None:
     )
     print(
         f"   full: {all_pairs:,} solves, estimated {full_cpu:.0f} s CPU from a timed random "
-        f"sample of {args.pairs:,} pairs ({1e3 * rate:.3f} ms per pair; the "
+        f"sample of {args.pairs:,} pairs in {args.threads} threads ({1e3 * rate:.3f} ms per "
+        f"pair; the "
         f"{sizes[0]:,}-review run measured {1e3 * sample_rate:.3f})"
     )
     solves_ratio = all_pairs / stats.solves
