@@ -115,3 +115,23 @@ def test_planning_imports_no_solver_or_plotting_library():
 def test_the_import_probe_sees_pot():
     """The probe itself: importing the solver does load POT."""
     assert "ot" in heavy_modules_after("from wmdeval.distances.wmd import solver")
+
+
+def test_auto_mode_goes_by_the_documents_known_while_planning(tmp_path):
+    from wmdeval.ingest.corpora import load_texts
+    from wmdeval.planning import modes
+
+    wmd = {"mode": "auto", "auto_min_documents": 2000}
+    mat = {"format": "kusner-mat", "url": "u", "member": "amazon-emd_tr_te_split.mat"}
+    assert modes.dataset_mode(mat, wmd)[0] == "knn"
+    bbc = {"format": "kusner-mat", "url": "u", "member": "bbcsport-emd_tr_te_split.mat"}
+    assert modes.dataset_mode(bbc, wmd) == ("full", "auto: 737 documents < 2,000")
+    assert modes.dataset_mode({**bbc, "wmd_mode": "knn"}, wmd) == ("knn", "set in config")
+    table = tmp_path / "t.tsv"
+    table.write_text("text\tlabel\n" + "a b\tx\n" * 2500)
+    assert modes.planned_documents({"format": "table", "path": str(table)})[0] == 2500
+    assert modes.dataset_mode({"format": "table", "path": str(table)}, wmd)[0] == "knn"
+    remote = {"format": "table", "url": "http://127.0.0.1/t.tsv"}
+    assert modes.dataset_mode(remote, wmd)[0] == "full"
+    for source, n in modes.DEMO_DOCUMENTS.items():
+        assert len(load_texts({"format": "demo", "source": source})[0]) == n

@@ -402,7 +402,10 @@ def knn_run(finished_run, tmp_path_factory):
     (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 3\n")
     run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "knn.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
-    assert "WMD mode per dataset: newsgroups=knn, subjects=knn, toy=knn" in run.stderr
+    assert (
+        "WMD mode per dataset: newsgroups=knn (set in config), subjects=knn (set in config), "
+        "toy=knn (set in config)"
+    ) in run.stderr
     return workdir
 
 
@@ -711,6 +714,9 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     shutil.copytree(REPO / "config", workdir / "config")
     plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
     assert plan.returncode == 0, plan.stderr[-3000:]
+    # wmd.mode auto: knn from 2,000 documents, by the paper's counts, before any download
+    assert "bbcsport=full (auto: 737 documents < 2,000)" in plan.stderr
+    assert "20news=knn (auto: 18,821 documents >= 2,000)" in plan.stderr
     table = plan.stdout.split("Job stats:", 1)[1]
     counts = {
         row[0]: int(row[1])

@@ -16,6 +16,7 @@ from wmdeval.core.methods import (
     method_by_slug,
     pca_method_name,
 )
+from wmdeval.planning.modes import dataset_mode
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
     search_resources as wmd_search_resources,
@@ -50,17 +51,21 @@ DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
 
 
+# How each dataset's WMD methods are computed: "full" (every pair) or "knn" (an exact
+# top-k search pruned by lower bounds), with the reason; `auto` is decided here, once.
+WMD_MODES = {d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS}
+
+
 def wmd_mode(dataset):
-    """How a dataset's WMD methods are computed: "full" (every pair) or "knn" (an exact
-    top-k search pruned by lower bounds); its `wmd_mode`, else `wmd.mode`."""
-    return config["datasets"][dataset].get("wmd_mode", config["wmd"]["mode"])
+    """ "full" or "knn": the dataset's `wmd_mode`, else `wmd.mode` (auto decided by size)."""
+    return WMD_MODES[dataset][0]
 
 
 # Said once while planning (so in every dry run): which datasets solve full matrices.
 if DATASETS:
     print(
         "wmdeval: WMD mode per dataset: "
-        + ", ".join(f"{d}={wmd_mode(d)}" for d in DATASETS),
+        + ", ".join(f"{d}={mode} ({why})" for d, (mode, why) in WMD_MODES.items()),
         file=sys.stderr,
     )
 

@@ -1,0 +1,83 @@
+"""Which WMD mode each dataset gets: ``wmd.mode: auto`` decided while planning.
+
+``workflow/rules/common.smk`` calls :func:`dataset_mode` once per dataset while Snakemake
+plans the run (so a dry run shows the decision before anything is downloaded). ``auto``
+takes knn mode where a dataset's number of documents, known at planning time, is at least
+``wmd.auto_min_documents``: the neighbour search then saves most of the work (measured
+3.7x less CPU at 3,000 product reviews and more beyond, README "Scale"), while below it a
+full matrix is cheap and the search's share of solved pairs is large (long documents
+loosen the bounds). A size unknown before download (a ``url:`` table) keeps full mode,
+so that the plan does not change once the file arrives.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Mapping
+from pathlib import Path
+
+#: Documents of the eight corpora of Kusner et al., by .mat file (docs/protocol.md §2).
+KUSNER_DOCUMENTS = {
+    "bbcsport-emd_tr_te_split.mat": 737,
+    "twitter-emd_tr_te_split.mat": 3108,
+    "recipe2-emd_tr_te_split.mat": 4370,
+    "ohsumed-emd_tr_te_ix.mat": 9152,
+    "classic-emd_tr_te_split.mat": 7093,
+    "r8-emd_tr_te3.mat": 7674,
+    "amazon-emd_tr_te_split.mat": 8000,
+    "20ng2_500-emd_tr_te.mat": 18821,
+}
+
+
+#: Documents of the demo corpora shipped with gensim (checked by tests/test_planning.py).
+DEMO_DOCUMENTS = {"mini_newsgroup": 200, "mini_newsgroup_subjects": 200, "pang_lee_polarity": 200}
+
+
+def planned_documents(spec: Mapping) -> tuple[int | None, str]:
+    """(number of documents or None, how it is known) of one dataset's config entry.
+
+    Cheap on purpose (it runs in every dry run): a demo corpus by its known size; a
+    kusner-mat file by its name (the paper's counts); a local table by its Parquet
+    metadata, else by its lines (minus the header of CSV/TSV), an estimate for texts
+    that span lines. A file not yet downloaded is unknown.
+    """
+    fmt = spec["format"]
+    if fmt == "demo":
+        return DEMO_DOCUMENTS[spec["source"]], "demo corpus"
+    name = Path(spec.get("member") or spec.get("path") or spec.get("url") or "").name
+    if fmt == "kusner-mat":
+        known = KUSNER_DOCUMENTS.get(name)
+        return (known, f"{name} (docs/protocol.md §2)") if known else (None, "unknown file")
+    if not spec.get("path") or not Path(spec["path"]).is_file():
+        return None, "not downloaded while planning"
+    return _table_rows(Path(spec["path"])), "lines of the file"
+
+
+def _table_rows(path: Path) -> int:
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_metadata(path).num_rows
+    opener = gzip.open if suffixes.endswith(".gz") else open
+    lines = 0
+    with opener(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            lines += chunk.count(b"\n")
+    header = 0 if ".jsonl" in suffixes or ".ndjson" in suffixes else 1
+    return max(lines - header, 0)
+
+
+def dataset_mode(spec: Mapping, wmd: Mapping) -> tuple[str, str]:
+    """("full" or "knn", why) for one dataset: its ``wmd_mode``, else ``wmd.mode``; ``auto``
+    compares the planned documents with ``wmd.auto_min_documents``."""
+    mode = spec.get("wmd_mode", wmd["mode"])
+    if mode != "auto":
+        return mode, "set in config"
+    n, source = planned_documents(spec)
+    threshold = wmd["auto_min_documents"]
+    if n is None:
+        return "full", f"auto: size unknown ({source})"
+    chosen = "knn" if n >= threshold else "full"
+    relation = ">=" if chosen == "knn" else "<"
+    return chosen, f"auto: {n:,} documents {relation} {threshold:,}"
