@@ -129,6 +129,27 @@ SCORES = pa.schema(
     ]
 )
 
+#: ``results/predictions.parquet`` (and ``<dataset>/<variant>/predictions.parquet``): a
+#: public contract, one row per dataset x variant x method x classifier x fold x test
+#: document evaluated; what the significance tests pair methods on.
+PREDICTIONS = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("method", pa.string(), "method name, e.g. 'BOW (L1/L1)', 'WMD', 'WCD'"),
+        _field("classifier", pa.string(), "'knn' or 'wknn'"),
+        _field("fold", pa.int16(), "0-based fold"),
+        _field("doc_id", pa.int32(), "the test document"),
+        _field("true_label", pa.string(), "its label"),
+        pa.field(
+            "predicted_label",
+            pa.string(),
+            nullable=True,
+            metadata={"description": "predicted label; null: no prediction (an error)"},
+        ),
+    ]
+)
+
 # Written by n2o.py
 
 #: ``<dataset>/<variant>/analysis/n2o.parquet``: one row per unordered method pair
