@@ -434,6 +434,12 @@ COMMANDS: tuple[Command, ...] = (
             path("--dataset", "dataset"),
             path("--variant", "variant"),
             path("--out", "out_path"),
+            path(
+                "--out-predictions",
+                "predictions_path",
+                "also write the per-document predictions (PREDICTIONS)",
+                required=False,
+            ),
         ),
     ),
     # 6 report
@@ -444,6 +450,16 @@ COMMANDS: tuple[Command, ...] = (
         (
             path("--scores", "paths", nargs="*"),
             expect("the scores (dataset, variant, method, classifier)"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "collect-predictions",
+        "reporting.tables:run_collect_predictions",
+        "concatenate per-dataset predictions",
+        (
+            path("--predictions", "paths", nargs="*"),
+            expect("the predictions (dataset, variant, method, classifier)"),
             path("--out", "out_path"),
         ),
     ),

@@ -184,6 +184,7 @@ def evaluate_fold(
     train_pos: np.ndarray,
     test_pos: np.ndarray,
     settings: Mapping | None = None,
+    with_predictions: bool = False,
 ) -> list[dict]:
     """Tune and test kNN and wkNN on one fold of one method.
 
@@ -198,7 +199,9 @@ def evaluate_fold(
     any training document, gets no prediction: an error ("error" mode); "drop" mode
     removes the empty documents first. Returns one dict per classifier ("knn", then
     "wknn") with the SCORES fields that belong to the fold plus diagnostics
-    (n_val_empty: validation documents without a neighbour; n_underflow).
+    (n_val_empty: validation documents without a neighbour; n_underflow). With
+    ``with_predictions``, each dict also holds "test" (the test positions evaluated) and
+    "predictions" (int64 label code per test position, -1 = no prediction).
     """
     settings = complete_settings(settings)
     y = np.asarray(y, dtype=np.int64)
@@ -226,13 +229,13 @@ def evaluate_fold(
     fit, val = splits["knn"]
     val_neighbours = distances.nearest(train[val], train[fit], max(ks))
     chosen_k, val_acc = best_k(val_neighbours.index, y_train[fit], y_train[val], ks)
-    predictions = knn_predict(test_neighbours.index, y_train, chosen_k)
+    knn_predictions = knn_predict(test_neighbours.index, y_train, chosen_k)
     results.append(
         _fold_result(
             "knn",
             chosen_k,
             val_acc,
-            predictions,
+            knn_predictions,
             y_test,
             n_test_empty,
             _without_neighbour(val_neighbours, empty[train[val]]),
@@ -257,6 +260,9 @@ def evaluate_fold(
             n_underflow,
         )
     )
+    if with_predictions:
+        for result, predicted in zip(results, (knn_predictions, predictions), strict=True):
+            result["test"], result["predictions"] = test, predicted
     return results
 
 
@@ -337,7 +343,25 @@ def evaluate_dataset(
     n_jobs: int = 1,
     neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
 ) -> pa.Table:
-    """SCORES rows for every method x classifier x fold of one dataset variant.
+    """The SCORES table of :func:`evaluate_variant` (same arguments)."""
+    scores, _ = evaluate_variant(
+        documents, splits, wmd_matrices, settings, dataset, variant, n_jobs, neighbour_tables
+    )
+    return scores
+
+
+def evaluate_variant(
+    documents: pa.Table,
+    splits: pa.Table,
+    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    settings: Mapping | None,
+    dataset: str,
+    variant: str,
+    n_jobs: int = 1,
+    neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
+) -> tuple[pa.Table, pa.Table]:
+    """SCORES rows for every method x classifier x fold of one dataset variant, and the
+    PREDICTIONS behind them (one row per test document of each).
 
     ``documents``, ``splits``: DOCUMENTS and SPLITS tables; ``wmd_matrices`` maps a WMD
     method slug ("wmd", "wmd-tfidf", "wmd-pca5") to (doc_ids, square matrix) holding
@@ -390,12 +414,28 @@ def evaluate_dataset(
                 train_pos,
                 test_pos,
                 settings,
+                with_predictions=True,
             )
         ]
         _log_method(f"{dataset}/{variant} {method.name}", method_rows, settings["empty_documents"])
         rows += method_rows
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
-    return pa.table(columns).cast(schemas.SCORES)
+    scores = pa.table(columns).cast(schemas.SCORES)
+    return scores, _predictions_table(rows, data)
+
+
+def _predictions_table(rows: list[dict], data: Variant) -> pa.Table:
+    """PREDICTIONS from evaluate_fold's results (with predictions), in their order."""
+    label_of_code = {int(code): str(label) for code, label in zip(data.y, data.labels, strict=True)}
+    columns: dict[str, list] = {name: [] for name in schemas.PREDICTIONS.names}
+    for row in rows:
+        n = len(row["test"])
+        for name in ("dataset", "variant", "method", "classifier", "fold"):
+            columns[name] += [row[name]] * n
+        columns["doc_id"] += data.doc_ids[row["test"]].tolist()
+        columns["true_label"] += data.labels[row["test"]].tolist()
+        columns["predicted_label"] += [label_of_code.get(int(p)) for p in row["predictions"]]
+    return pa.table(columns).cast(schemas.PREDICTIONS)
 
 
 def _preview(ids: np.ndarray, limit: int = 5) -> str:
@@ -439,10 +479,11 @@ def run_evaluate(
     variant: str,
     out_path: str | os.PathLike,
     neighbour_paths: Mapping[str, tuple[str, str]] | None = None,
+    predictions_path: str | os.PathLike | None = None,
 ) -> pa.Table:
-    """Read the inputs (DOCUMENTS, SPLITS, WMD slug -> DISTANCES file, WMD slug ->
+    """Read the inputs (DOCUMENTS, SPLITS, method slug -> DISTANCES file, WMD slug ->
     [NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES] files), evaluate, write SCORES atomically
-    to ``out_path``; returns the table written."""
+    to ``out_path`` (and PREDICTIONS to ``predictions_path``); returns the scores."""
     from ..distances.wmd.search import read_neighbour_tables
 
     documents = io.read_documents(documents_path)
@@ -451,9 +492,11 @@ def run_evaluate(
     tables = {
         slug: read_neighbour_tables(*paths) for slug, paths in (neighbour_paths or {}).items()
     }
-    scores = evaluate_dataset(
+    scores, predictions = evaluate_variant(
         documents, splits, wmd_matrices, settings, dataset, variant, neighbour_tables=tables
     )
+    if predictions_path is not None:
+        io.write_table(predictions, predictions_path, schemas.PREDICTIONS)
     io.write_table(scores, out_path, schemas.SCORES)
     return scores
 
@@ -474,5 +517,6 @@ __all__ = [
     "evaluate_fold",
     "fold_distances",
     "evaluate_dataset",
+    "evaluate_variant",
     "run_evaluate",
 ]

@@ -226,6 +226,49 @@ def _check_references(config: dict[str, Any], source: str) -> None:
     for ref in config.get("run") or []:
         if ref not in datasets:
             raise WmdevalError(f"{source}: run: no dataset named {ref!r}")
+    _check_methods(config, source)
+
+
+def _check_methods(config: dict[str, Any], source: str) -> None:
+    """The paper's 14 run; every method name is unique; a .npy needs its ids; the
+    significance reference is a method of the run."""
+    from .methods import METHODS, configured_methods, pca_method_name
+
+    listed = config["methods"]["builtin"]
+    missing = [m.slug for m in METHODS if m.slug not in listed]
+    if missing:
+        raise WmdevalError(
+            f"{source}: methods.builtin: the paper's 14 methods always run (its tables "
+            f"need them); add {', '.join(missing)}"
+        )
+    for name, spec in config["methods"]["vectors"].items():
+        if spec["path"].endswith(".npy") and not spec.get("ids"):
+            raise WmdevalError(
+                f"{source}: methods.vectors.{name}.ids: required for a .npy path "
+                "(the doc_id of each row)"
+            )
+    names: dict[str, str] = {}
+    run_methods = [*configured_methods(config["methods"])]
+    run_names = [m.name for m in run_methods]
+    run_names += [pca_method_name("WMD", dim) for dim in config["pca_dims"]]
+    for method in run_methods:
+        if method.name in names:
+            raise WmdevalError(
+                f"{source}: methods: two methods are named {method.name!r} "
+                f"({names[method.name]} and {method.slug}); rename one"
+            )
+        names[method.name] = method.slug
+    reference = config["significance"]["reference"]
+    if reference not in run_names:
+        raise WmdevalError(
+            f"{source}: significance.reference: {reference!r} is not a method of this run "
+            f"(expected one of: {', '.join(run_names)})"
+        )
+    if config["significance"]["variant"] not in config["variants"]:
+        raise WmdevalError(
+            f"{source}: significance.variant: {config['significance']['variant']!r} is "
+            f"not in variants {config['variants']}"
+        )
 
 
 def _check_source(spec: dict[str, Any], where: str, what: str) -> None:
@@ -277,7 +320,21 @@ def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
             found.setdefault(f"embeddings.{embedding}.path", spec["path"])
         for trained_on in spec.get("train_on") or []:
             dataset_files(trained_on)
+        methods = config.get("methods") or {}
+        for kind in ("vectors", "matrices"):
+            for method, method_spec in (methods.get(kind) or {}).items():
+                for key in ("path", "ids"):
+                    if method_spec.get(key):
+                        found.setdefault(
+                            f"methods.{kind}.{method}.{key} ({name})",
+                            dataset_path(method_spec[key], name),
+                        )
     return list(found.items())
+
+
+def dataset_path(pattern: str, dataset: str) -> str:
+    """A per-dataset file of ``methods:``: "{dataset}" in ``pattern`` replaced."""
+    return pattern.replace("{dataset}", dataset)
 
 
 def missing_local_files(config: dict[str, Any], source: str = "config") -> None:

@@ -1,4 +1,7 @@
-"""The 14 document distances and their names (file-name slugs and the paper's names)."""
+"""Every document distance and its names (file-name slugs and table names): the paper's
+14, WMD on PCA embeddings, the built-in distances beyond the paper (WCD, RWMD, WRD, cosine
+of mean word vectors), and the distances a user brings (document vectors, a precomputed
+matrix, a Python callable; their slugs carry their config names)."""
 
 from __future__ import annotations
 
@@ -15,9 +18,16 @@ class Method:
     weighting: str  # "bow" or "tfidf"
     norm: str | None  # "None" | "L1" | "L2" for baselines; None for WMD
     metric: str | None  # "L1" | "L2" for baselines; None for WMD
+    #: how its distances are made: "baseline" (on the fly, in the evaluate job),
+    #: "transport" (exact optimal transport in blocks, or a kNN search in knn mode),
+    #: "matrix" (one full matrix per variant), "callable" (a user function, in shards)
+    kind: str = "baseline"
+    paper: bool = True  # one of the paper's 14 (or its PCA WMD); False: beyond the paper
 
     @property
     def is_wmd(self) -> bool:
+        """Not a baseline: its distances are held by the variant (a matrix or a
+        neighbour table) rather than computed from word counts."""
         return self.norm is None
 
 
@@ -32,8 +42,8 @@ def _baseline(weighting: str, norm: str, metric: str) -> Method:
     )
 
 
-WMD = Method("wmd", "WMD", "bow", None, None)
-WMD_TFIDF = Method("wmd-tfidf", "WMD-TF-IDF", "tfidf", None, None)
+WMD = Method("wmd", "WMD", "bow", None, None, "transport")
+WMD_TFIDF = Method("wmd-tfidf", "WMD-TF-IDF", "tfidf", None, None, "transport")
 
 #: Row order of the paper's Table 2: the L1/L1 baselines and WMD first, then the
 #: unnormalised baselines of the original study, then the remaining schemes.
@@ -55,8 +65,25 @@ METHODS: tuple[Method, ...] = (
 )
 BASELINES = tuple(m for m in METHODS if not m.is_wmd)
 WMD_METHODS = (WMD, WMD_TFIDF)
-BY_SLUG = {m.slug: m for m in METHODS}
-BY_NAME = {m.name: m for m in METHODS}
+
+#: Built-in distances beyond the paper, in table order (``methods.builtin`` in the config).
+#: WCD and RWMD (Kusner et al. 2015) are WMD's cheap stand-ins, on the same bag-of-words
+#: weights; WRD (Yokoi et al. 2020) is transport with word-vector norms as mass and the
+#: cosine distance between word directions as cost; the last is 1 - cos between the
+#: documents' mean word vectors.
+WCD = Method("wcd", "WCD", "bow", None, None, "matrix", paper=False)
+RWMD = Method("rwmd", "RWMD", "bow", None, None, "matrix", paper=False)
+WRD = Method("wrd", "WRD", "wrd", None, None, "transport", paper=False)
+COSINE_MEAN = Method(
+    "cosine-mean", "Cosine (mean word vectors)", "bow", None, None, "matrix", paper=False
+)
+BEYOND_METHODS: tuple[Method, ...] = (WCD, RWMD, WRD, COSINE_MEAN)
+BUILTIN_METHODS = METHODS + BEYOND_METHODS
+#: transport methods besides WMD, WMD-TF-IDF and PCA WMD (solved by the same rules)
+TRANSPORT_WEIGHTING = {"wmd": "bow", "wmd-tfidf": "tfidf", "wrd": "wrd"}
+
+BY_SLUG = {m.slug: m for m in BUILTIN_METHODS}
+BY_NAME = {m.name: m for m in BUILTIN_METHODS}
 #: the reference row of the rel. column
 REFERENCE = "BOW (L1/L1)"
 
@@ -68,25 +95,89 @@ def pca_method_name(base: str, dim: int) -> str:
 
 def pca_wmd(dim: int) -> Method:
     """WMD on embeddings projected to ``dim`` dimensions by PCA (paper Table 8)."""
-    return Method(f"wmd-pca{dim}", pca_method_name("WMD", dim), "bow", None, None)
+    return Method(f"wmd-pca{dim}", pca_method_name("WMD", dim), "bow", None, None, "transport")
+
+
+#: Metrics between user document vectors: slug part -> name part.
+VECTOR_METRICS = {"cosine": "cosine", "l2": "L2", "l1": "L1"}
+
+
+def vectors_method(name: str, metric: str) -> Method:
+    """User document vectors ``name`` (``methods.vectors``) compared with ``metric``."""
+    return Method(
+        f"vectors-{name}-{metric}",
+        f"{name} ({VECTOR_METRICS[metric]})",
+        "bow",
+        None,
+        None,
+        "matrix",
+        paper=False,
+    )
+
+
+def matrix_method(name: str) -> Method:
+    """A user's precomputed matrix (``methods.matrices``)."""
+    return Method(f"matrix-{name}", name, "bow", None, None, "matrix", paper=False)
+
+
+def callable_method(name: str) -> Method:
+    """A user's Python function (``methods.callables``), run in shards."""
+    return Method(f"callable-{name}", name, "bow", None, None, "callable", paper=False)
+
+
+def configured_methods(methods_config: dict) -> tuple[Method, ...]:
+    """Every method a run evaluates besides PCA WMD, in table order, from the validated
+    ``methods:`` config: the built-in ones listed, then document vectors (each metric),
+    precomputed matrices and callables, each by config name."""
+    listed = set(methods_config["builtin"])
+    found = [m for m in BUILTIN_METHODS if m.slug in listed]
+    for name, spec in sorted(methods_config["vectors"].items()):
+        found += [vectors_method(name, metric) for metric in spec["metrics"]]
+    found += [matrix_method(name) for name in sorted(methods_config["matrices"])]
+    found += [callable_method(name) for name in sorted(methods_config["callables"])]
+    return tuple(found)
 
 
 def as_method(method: Method | str) -> Method:
     """A Method from itself, its slug ("bow-l1-l1") or its paper name ("BOW (L1/L1)")."""
     if isinstance(method, Method):
         return method
-    found = BY_SLUG.get(method) or BY_NAME.get(method)
-    if found is None:
+    found = BY_NAME.get(method)
+    if found is not None:
+        return found
+    try:
+        return method_by_slug(method)
+    except KeyError:
         from .io import WmdevalError
 
-        raise WmdevalError(f"unknown method {method!r}")
-    return found
+        raise WmdevalError(f"unknown method {method!r}") from None
 
 
 def method_by_slug(slug: str) -> Method:
-    """One of the 14 methods, or a PCA WMD ("wmd-pca5")."""
+    """A built-in method, a PCA WMD ("wmd-pca5") or a user's ("vectors-<name>-<metric>",
+    "matrix-<name>", "callable-<name>")."""
     if slug in BY_SLUG:
         return BY_SLUG[slug]
     if slug.startswith("wmd-pca") and slug[len("wmd-pca") :].isdigit():
         return pca_wmd(int(slug[len("wmd-pca") :]))
+    if slug.startswith("vectors-"):
+        name, _, metric = slug[len("vectors-") :].rpartition("-")
+        if name and metric in VECTOR_METRICS:
+            return vectors_method(name, metric)
+    if slug.startswith("matrix-") and len(slug) > len("matrix-"):
+        return matrix_method(slug[len("matrix-") :])
+    if slug.startswith("callable-") and len(slug) > len("callable-"):
+        return callable_method(slug[len("callable-") :])
     raise KeyError(f"unknown method {slug!r}")
+
+
+def method_order(method: Method) -> tuple:
+    """Sort key of the table order: the paper's 14, PCA WMD by dimension, the built-in
+    methods beyond the paper, then users' methods by name."""
+    if method in METHODS:
+        return (0, METHODS.index(method), "")
+    if method.slug.startswith("wmd-pca"):
+        return (1, int(method.slug[len("wmd-pca") :]), "")
+    if method in BEYOND_METHODS:
+        return (2, BEYOND_METHODS.index(method), "")
+    return (3, 0, method.name)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .io import WmdevalError
-from .methods import BY_SLUG, METHODS, Method, method_by_slug
+from .methods import METHODS, Method, method_by_slug, method_order
 
 log = logging.getLogger("wmdeval.core.variant")
 
@@ -412,11 +412,6 @@ class NeighbourTable(Distances):
 # --------------------------------------------------------------------------- a variant
 
 
-def _pca_dimension(slug: str) -> tuple[int, str]:
-    digits = slug.removeprefix("wmd-pca")
-    return (int(digits) if digits.isdigit() else 0, slug)
-
-
 @dataclass(frozen=True)
 class Variant:
     """The documents of one dataset variant, in doc_id order, with what every method needs.
@@ -431,7 +426,9 @@ class Variant:
     y: np.ndarray  # int64 label code per document
     counts: sp.csr_matrix  # word counts [documents x vocabulary]
     folds: list[tuple[np.ndarray, np.ndarray]]  # (train, test) sorted positions; [] = no splits
-    wmd: Mapping[str, Distances]  # WMD method slug -> its matrix or neighbour table
+    # every method but the baselines (WMD, WRD, WCD, users' ...): slug -> its matrix or
+    # neighbour table (the name is from when WMD was the only one)
+    wmd: Mapping[str, Distances]
 
     @property
     def no_words(self) -> np.ndarray:
@@ -440,14 +437,11 @@ class Variant:
 
     @property
     def methods(self) -> tuple[Method, ...]:
-        """Methods with distances, in Table 2 order: every baseline and the WMD methods
-        given a matrix; then WMD on PCA embeddings ("wmd-pca5") by dimension."""
-        extra = [
-            method_by_slug(slug)
-            for slug in sorted(self.wmd, key=_pca_dimension)
-            if slug not in BY_SLUG
-        ]
-        return (*(m for m in METHODS if not m.is_wmd or m.slug in self.wmd), *extra)
+        """Methods with distances, in table order (:func:`method_order`): every baseline
+        and the other methods given distances (WMD, WMD-TF-IDF, WMD on PCA embeddings
+        by dimension, the built-in methods beyond the paper, users' methods by name)."""
+        held = [method_by_slug(slug) for slug in self.wmd]
+        return tuple(sorted([*(m for m in METHODS if not m.is_wmd), *held], key=method_order))
 
     def empty(self, method: Method) -> np.ndarray:
         """bool per document: no defined distance under ``method``. Documents without

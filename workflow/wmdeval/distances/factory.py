@@ -17,7 +17,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from ..core import io
-from ..core.methods import BY_SLUG, Method, as_method
+from ..core.methods import Method, as_method, method_by_slug
 from ..core.variant import DenseDistances, Distances, NeighbourTable, Variant
 from . import baselines
 
@@ -114,8 +114,10 @@ def method_distances(
 
 
 def _matrix_name(slug: str) -> str:
-    method = BY_SLUG.get(slug)
-    return f"{method.name if method else slug} distances"
+    try:
+        return f"{method_by_slug(slug).name} distances"
+    except KeyError:
+        return f"{slug} distances"
 
 
 def prepare_variant(

@@ -35,6 +35,7 @@ BEST_NOTE = "`*` marks the lowest mean error in each column (and the lowest rel.
 VARIANT_ORDER = ("original", "clean")
 CLASSIFIER_ORDER = ("knn", "wknn")
 METHOD_NAMES = tuple(m.name for m in methods_module.METHODS)
+BEYOND_NAMES = tuple(m.name for m in methods_module.BEYOND_METHODS)
 
 # Means closer than this (in percent) count as a tie for the best-row marker: equal
 # error counts can differ in the last bits after averaging folds in another order.
@@ -61,7 +62,9 @@ def parse_pca_method(name: str) -> tuple[str, int] | None:
 
 def method_sort_key(name: str) -> tuple:
     """Table 2 order for the 14 known methods; then the PCA methods by dimension (and
-    by their base method's Table 2 order); then any other name alphabetically.
+    by their base method's Table 2 order); then the built-in methods beyond the paper in
+    their order (WCD, RWMD, WRD, cosine); then any other name (users' methods)
+    alphabetically.
 
     A plain alphabetical order would put "WMD (10-d PCA)" before "WMD (5-d PCA)".
     """
@@ -71,7 +74,19 @@ def method_sort_key(name: str) -> tuple:
     if pca is not None:
         base, dim = pca
         return (1, dim, _rank(METHOD_NAMES, base), name)
-    return (2, 0, (0, ""), name)
+    if name in BEYOND_NAMES:
+        return (2, BEYOND_NAMES.index(name), (0, ""), name)
+    return (3, 0, (0, ""), name)
+
+
+def beyond_paper(name: str) -> bool:
+    """A method that is not one of the paper's 14 nor a PCA WMD."""
+    return name not in METHOD_NAMES and parse_pca_method(name) is None
+
+
+#: Appended to the name of a method beyond the paper in every table.
+BEYOND_MARKER = " †"
+BEYOND_NOTE = "`†`: a distance beyond the paper (not evaluated by Sato et al., ICML 2022)."
 
 
 def collect_scores(
@@ -126,6 +141,27 @@ def run_collect(
 ) -> None:
     """Write ``results/scores.parquet`` from the per-(dataset, variant) score files."""
     write_table(collect_scores(paths, expected), out_path, schemas.SCORES)
+
+
+def run_collect_predictions(
+    paths: Sequence[str | os.PathLike],
+    out_path: str | os.PathLike,
+    expected: Expected | None = None,
+) -> None:
+    """Write ``results/predictions.parquet`` from the per-(dataset, variant) prediction
+    files, in the order given (each file is in method order already). A test document
+    predicted twice for the same method, classifier and fold (overlapping inputs) is an
+    error; with ``expected`` the rows must cover exactly those datasets, variants,
+    methods and classifiers."""
+    table = read_tables(paths, schemas.PREDICTIONS, expected)
+    key_columns = ("dataset", "variant", "method", "classifier", "fold", "doc_id")
+    keys = table.select(list(key_columns)).group_by(list(key_columns)).aggregate([])
+    if keys.num_rows != table.num_rows:
+        raise WmdevalError(
+            f"predictions: a test document appears twice for the same method, classifier "
+            f"and fold in {', '.join(map(str, paths))}"
+        )
+    write_table(table, out_path, schemas.PREDICTIONS)
 
 
 # --------------------------------------------------------------------------- tables
