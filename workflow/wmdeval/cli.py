@@ -482,6 +482,13 @@ COMMANDS: tuple[Command, ...] = (
                 required=False,
             ),
             expect("the all-words scores", "--expect-allwords", "allwords_expected"),
+            path(
+                "--significance",
+                "significance_path",
+                "significance.csv, whose tests mark Table 2's Markdown",
+                required=False,
+            ),
+            Arg("--alpha", "alpha", "significance level of those tests", float, required=False),
         ),
     ),
     Command(

@@ -86,6 +86,7 @@ class Bar:
     method: str  # the paper's method name, as in SCORES.method
     colour: str
     unnormalised: bool  # drawn light and hatched ("shaded" in the paper)
+    beyond: bool = False  # a method beyond the paper: its legend entry is marked
 
 
 def figure3_bars(unnormalised: str = "None/L2") -> tuple[Bar, ...]:
@@ -98,6 +99,19 @@ def figure3_bars(unnormalised: str = "None/L2") -> tuple[Bar, ...]:
         Bar(f"TF-IDF ({unnormalised})", _TFIDF_COLOUR, True),
         Bar("TF-IDF (L1/L1)", _TFIDF_COLOUR, False),
         Bar("WMD", _WMD_COLOUR, False),
+    )
+
+
+#: Colours of the bars of methods beyond the paper (after the paper's three), in turn.
+_BEYOND_COLOURS = ("#7f7f7f", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+
+
+def beyond_paper_bars(methods: Sequence[str]) -> tuple[Bar, ...]:
+    """A bar after the paper's five for each of ``methods`` beyond the paper (in order)."""
+    beyond = [m for m in methods if report.beyond_paper(m)]
+    return tuple(
+        Bar(m, _BEYOND_COLOURS[k % len(_BEYOND_COLOURS)], False, beyond=True)
+        for k, m in enumerate(beyond)
     )
 
 
@@ -126,7 +140,9 @@ def figure3(
     errors = report.fold_errors(scores, variant, "knn")
     if datasets is None:
         datasets = list(dict.fromkeys(scores.column("dataset").to_pylist()))
-    bars = figure3_bars(unnormalised)
+    bars = figure3_bars(unnormalised) + beyond_paper_bars(
+        sorted({method for method, _ in errors}, key=report.method_sort_key)
+    )
     n_rows, n_columns = _grid(len(datasets))
     with matplotlib.rc_context(_RC):
         fig = Figure(
@@ -162,12 +178,18 @@ def figure3(
                 ax.set_visible(False)
             elif index % n_columns == 0:
                 ax.set_ylabel("test error (%)")
-        handles = [Patch(label=bar.method, **_bar_style(bar)) for bar in bars]
+        handles = [
+            Patch(
+                label=bar.method + (report.BEYOND_MARKER if bar.beyond else ""),
+                **_bar_style(bar),
+            )
+            for bar in bars
+        ]
         # Five legend entries do not fit in one line under one or two panels.
         fig.legend(
             handles=handles,
             loc="outside lower center",
-            ncols=len(bars) if n_columns >= 3 else 3,
+            ncols=min(len(bars), 5) if n_columns >= 3 else 3,
             frameon=False,
         )
         return save_figure(fig, out_png)

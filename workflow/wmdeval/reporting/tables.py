@@ -276,7 +276,10 @@ def paper_table(
         for row, text in zip(values, texts, strict=True):
             if row[column] is not None and row[column] - best <= _TIE_TOLERANCE:
                 text[column] += BEST_MARKER
-    return [[method, *text] for method, text in zip(row_methods, texts, strict=True)]
+    return [
+        [method + (BEYOND_MARKER if beyond_paper(method) else ""), *text]
+        for method, text in zip(row_methods, texts, strict=True)
+    ]
 
 
 def markdown_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
@@ -328,13 +331,16 @@ def write_table_files(
     md_path: str | os.PathLike,
     title: str,
     note: str,
+    markdown_rows: Sequence[Sequence[str]] | None = None,
 ) -> None:
-    """Write the table as CSV (header row first) and as Markdown (title, table, note)."""
+    """Write the table as CSV (header row first) and as Markdown (title, table, note);
+    ``markdown_rows``: the Markdown's cells where they carry more marks than the CSV's."""
     buffer = stdio.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
-    markdown = f"# {title}\n\n{markdown_table(rows, header)}\n\n{note}\n"
+    shown = rows if markdown_rows is None else markdown_rows
+    markdown = f"# {title}\n\n{markdown_table(shown, header)}\n\n{note}\n"
     write_text(csv_path, buffer.getvalue())
     write_text(md_path, markdown)
 
@@ -354,6 +360,10 @@ class TableSpec:
     # Scores with every word kept (Tables 4/5): their columns are the datasets that have
     # them (raw-text datasets, with all_words on), not every dataset of the run.
     all_words: bool = False
+    # Also a row for every method beyond the paper that has scores (marked with †).
+    beyond_rows: bool = False
+    # The Markdown marks cells whose error differs significantly from BOW (L1/L1)'s.
+    significance_marks: bool = False
 
 
 _FIRST_BLOCK = ("BOW (L1/L1)", "TF-IDF (L1/L1)", "WMD", "WMD-TF-IDF")
@@ -377,7 +387,13 @@ def allwords_variant(variant: str) -> str:
 
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
-        "table2", "Table 2: kNN test error (%), original data", "original", "knn", METHOD_NAMES
+        "table2",
+        "Table 2: kNN test error (%), original data",
+        "original",
+        "knn",
+        METHOD_NAMES,
+        beyond_rows=True,
+        significance_marks=True,
     ),
     TableSpec(
         "table3",
@@ -386,6 +402,7 @@ TABLES: tuple[TableSpec, ...] = (
         "knn",
         _FIRST_BLOCK,
         extra_note="Table 7 has every normalisation and metric on the clean data.",
+        beyond_rows=True,
     ),
     TableSpec(
         "table7",
@@ -393,6 +410,7 @@ TABLES: tuple[TableSpec, ...] = (
         "clean",
         "knn",
         METHOD_NAMES,
+        beyond_rows=True,
     ),
     TableSpec(
         "table4",
@@ -418,6 +436,7 @@ TABLES: tuple[TableSpec, ...] = (
         "original",
         "wknn",
         _WKNN_METHODS,
+        beyond_rows=True,
     ),
     TableSpec(
         "table6_clean",
@@ -425,6 +444,7 @@ TABLES: tuple[TableSpec, ...] = (
         "clean",
         "wknn",
         _WKNN_METHODS,
+        beyond_rows=True,
     ),
     TableSpec(
         "table8",
@@ -458,11 +478,26 @@ def pca_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
     return sorted(found, key=method_sort_key)
 
 
+def beyond_paper_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
+    """The methods beyond the paper with scores for ``variant`` and ``classifier``."""
+    columns = [scores.column(n).to_pylist() for n in ("variant", "classifier", "method")]
+    found = {
+        method
+        for var, clf, method in zip(*columns, strict=True)
+        if var == variant and clf == classifier and beyond_paper(method)
+    }
+    return sorted(found, key=method_sort_key)
+
+
 def table_methods(spec: TableSpec, scores: pa.Table) -> tuple[str, ...]:
-    """The methods a table asks for: its fixed rows plus, for Table 8, the PCA rows."""
-    if not spec.with_pca_methods:
-        return spec.methods
-    return (*spec.methods, *pca_methods(scores, spec.variant, spec.classifier))
+    """The methods a table asks for: its fixed rows plus, for Table 8, the PCA rows, and
+    for the tables with ``beyond_rows`` the methods beyond the paper."""
+    found = spec.methods
+    if spec.with_pca_methods:
+        found = (*found, *pca_methods(scores, spec.variant, spec.classifier))
+    if spec.beyond_rows:
+        found = (*found, *beyond_paper_methods(scores, spec.variant, spec.classifier))
+    return found
 
 
 #: The kNN table whose first row is the rel. reference of a wkNN table.
@@ -515,6 +550,8 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
     ]
     if spec.extra_note:
         lines.insert(1, spec.extra_note)
+    if spec.beyond_rows and beyond_paper_methods(scores, spec.variant, spec.classifier):
+        lines.append(BEYOND_NOTE)
     if spec.with_pca_methods and not pca_methods(scores, spec.variant, spec.classifier):
         lines.insert(1, 'No "(d-d PCA)" scores for this data: only the reference rows.')
     empty = empty_test_documents(scores, spec.variant, spec.classifier)
@@ -524,12 +561,60 @@ def table_note(spec: TableSpec, scores: pa.Table, has_rows: bool) -> str:
     return "\n\n".join(lines)
 
 
+#: Markdown marks of a significant difference to BOW (L1/L1): lower, higher error.
+SIGNIFICANTLY_LOWER, SIGNIFICANTLY_HIGHER = "↓", "↑"
+
+
+def significance_marks(
+    significance: pa.Table, variant: str, classifier: str
+) -> dict[tuple[str, str], str]:
+    """(method, dataset) -> mark, for the methods whose error differs significantly
+    from BOW (L1/L1)'s (the ``significant`` column of a SIGNIFICANCE table)."""
+    marks = {}
+    for row in significance.to_pylist():
+        if (
+            row["reference"] == methods_module.REFERENCE
+            and row["variant"] == variant
+            and row["classifier"] == classifier
+            and str(row["significant"]).lower() == "true"
+        ):
+            lower = float(row["error"]) < float(row["reference_error"])
+            mark = SIGNIFICANTLY_LOWER if lower else SIGNIFICANTLY_HIGHER
+            marks[row["method"], row["dataset"]] = mark
+    return marks
+
+
+def _marked_rows(
+    rows: Sequence[Sequence[str]], datasets: Sequence[str], marks: Mapping[tuple[str, str], str]
+) -> list[list[str]]:
+    marked = []
+    for row in rows:
+        method = row[0].removesuffix(BEYOND_MARKER)
+        cells = [
+            cell + (f" {marks[method, d]}" if (method, d) in marks and cell else "")
+            for cell, d in zip(row[1 : 1 + len(datasets)], datasets, strict=True)
+        ]
+        marked.append([row[0], *cells, *row[1 + len(datasets) :]])
+    return marked
+
+
+def significance_note(alpha: float) -> str:
+    return (
+        f"{SIGNIFICANTLY_LOWER} / {SIGNIFICANTLY_HIGHER}: test error significantly lower / "
+        f"higher than {methods_module.REFERENCE}'s on that dataset: exact McNemar test on "
+        "the test predictions pooled over folds, Holm-corrected across methods, at "
+        f"level {alpha:g} (results/tables/significance.md)."
+    )
+
+
 def run_tables(
     scores_path: str | os.PathLike,
     out_dir: str | os.PathLike,
     expected: Expected,
     allwords_path: str | os.PathLike | None = None,
     allwords_expected: Expected | None = None,
+    significance_path: str | os.PathLike | None = None,
+    alpha: float | None = None,
 ) -> list[Path]:
     """Write every table of TABLES as .csv and .md into ``out_dir``.
 
@@ -537,8 +622,9 @@ def run_tables(
     exactly its datasets, variants, methods and classifiers, and its datasets are the
     columns, in order. ``allwords_path``: scores of the baselines with every word kept
     (Tables 4/5), covering exactly ``allwords_expected``; their rel. is relative to BOW
-    (L1/L1) of the main scores, as in the paper. Nothing is written when a check fails.
-    Returns the written paths.
+    (L1/L1) of the main scores, as in the paper. ``significance_path``: the
+    significance table (CSV) whose tests at level ``alpha`` mark Table 2's Markdown.
+    Nothing is written when a check fails. Returns the written paths.
     """
     scores = read_table(scores_path, schemas.SCORES)
     require_exact_coverage(scores, expected, str(scores_path))
@@ -562,6 +648,17 @@ def run_tables(
         raise WmdevalError(
             f"{scores_path}: the run covers scores with every word kept, but none were given"
         )
+    significance = None
+    if significance_path is not None:
+        import pyarrow.csv as pacsv
+
+        if alpha is None:
+            raise WmdevalError(f"{significance_path}: given without its significance level")
+        significance = pacsv.read_csv(significance_path)
+        missing = {"dataset", "variant", "classifier", "method", "reference", "significant"}
+        missing -= set(significance.column_names)
+        if missing:
+            raise WmdevalError(f"{significance_path}: no column(s) {', '.join(sorted(missing))}")
     out_dir = Path(out_dir)
     tables = []
     for spec in TABLES:
@@ -580,13 +677,20 @@ def run_tables(
     written = []
     for spec, columns, rows in tables:
         csv_path, md_path = out_dir / f"{spec.name}.csv", out_dir / f"{spec.name}.md"
+        note = table_note(spec, scores, bool(rows))
+        markdown_rows = None
+        if spec.significance_marks and significance is not None and rows:
+            marks = significance_marks(significance, spec.variant, spec.classifier)
+            markdown_rows = _marked_rows(rows, columns, marks)
+            note += "\n\n" + significance_note(alpha)
         write_table_files(
             rows,
             table_header(columns),
             csv_path,
             md_path,
             spec.title,
-            table_note(spec, scores, bool(rows)),
+            note,
+            markdown_rows,
         )
         written += [csv_path, md_path]
     return written
