@@ -23,6 +23,9 @@ include: "workflow/rules/vocabulary.smk"
 # 4. Distances: WMD and WMD-TF-IDF, exact optimal transport solved in stored blocks
 #    (code: wmdeval/distances/; job resources: wmdeval/planning/)
 include: "workflow/rules/distances.smk"
+# 4b. Distances beyond the paper (WCD, RWMD, cosine of mean vectors) and your own
+#     (document vectors, precomputed matrices, Python callables) (code: wmdeval/distances/)
+include: "workflow/rules/methods.smk"
 # 5. Classifiers: kNN and weighted kNN tuned on validation, every method and fold
 #    (code: wmdeval/classification/)
 include: "workflow/rules/evaluate.smk"
@@ -30,6 +33,8 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 # 7. Beyond the paper: how different are the distances really? (code: wmdeval/analyses/)
 include: "workflow/rules/analysis.smk"
+# 8. Which differences are real: McNemar, bootstrap, Friedman/Nemenyi (wmdeval/analyses/)
+include: "workflow/rules/significance.smk"
 
 
 rule all:

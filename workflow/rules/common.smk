@@ -8,11 +8,14 @@ from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
 from wmdeval.core.io import WmdevalError
 from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
+from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
     METHODS,
+    TRANSPORT_WEIGHTING,
     WMD,
     WMD_TFIDF,
+    configured_methods,
     method_by_slug,
     pca_method_name,
 )
@@ -147,8 +150,29 @@ def embedding_format(name):
     return "word2vec-text" if spec["format"] == "train-word2vec" else spec["format"]
 
 
-# The WMD matrices a variant needs: WMD, WMD-TF-IDF, and WMD on each PCA projection.
-WMD_SLUGS = [WMD.slug, WMD_TFIDF.slug] + [f"wmd-pca{d}" for d in config["pca_dims"]]
+# The methods of this run (`methods:` in the config) other than PCA WMD, in table order.
+RUN_METHOD_LIST = configured_methods(config["methods"])
+# Exact optimal transport, solved in blocks (full mode) or searched (knn mode): WMD,
+# WMD-TF-IDF, WRD if listed, and WMD on each PCA projection.
+WMD_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind == "transport"] + [
+    f"wmd-pca{d}" for d in config["pca_dims"]
+]
+# One full matrix per variant in any mode: WCD, RWMD, cosine of mean vectors, and users'
+# document vectors, precomputed matrices and callables.
+DENSE_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind in ("matrix", "callable")]
+# What the classifier-free analyses compare: every method but PCA WMD.
+ANALYSIS_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.is_wmd]
+EMBEDDING_MATRIX_SLUGS = [
+    m.slug for m in RUN_METHOD_LIST if m.kind == "matrix" and m.paper is False
+]
+VECTOR_METHODS = config["methods"]["vectors"]
+MATRIX_METHODS = config["methods"]["matrices"]
+CALLABLE_METHODS = config["methods"]["callables"]
+
+
+def transport_weighting(wildcards):
+    """--weighting of a transport method's jobs: bow, tfidf (WMD-TF-IDF) or wrd."""
+    return TRANSPORT_WEIGHTING.get(wildcards.method, "bow")
 
 
 def wmd_matrix(dataset, variant, slug):
@@ -186,13 +210,17 @@ def evaluate_inputs(wildcards):
         inputs["neighbours"] = [p for s in WMD_SLUGS for p in neighbour_tables(d, v, s)]
     else:
         inputs["matrices"] = [wmd_matrix(d, v, slug) for slug in WMD_SLUGS]
+    inputs["dense"] = [wmd_matrix(d, v, slug) for slug in DENSE_SLUGS]
     return inputs
 
 
 def evaluate_wmd(wildcards, input):
-    """--wmd of the evaluate job: {method slug: matrix} (full mode; {} in knn mode)."""
+    """--wmd of the evaluate job: {method slug: matrix}, for the transport methods in
+    full mode and the dense methods in any mode."""
     matrices = input.matrices if "matrices" in input.keys() else []
-    return spec_json(dict(zip(WMD_SLUGS, matrices)))
+    return spec_json(
+        {**dict(zip(WMD_SLUGS, matrices)), **dict(zip(DENSE_SLUGS, input.dense))}
+    )
 
 
 def evaluate_neighbours(wildcards, input):
@@ -274,20 +302,22 @@ ANALYSES = config["analyses"]
 
 
 def analysis_inputs(wildcards):
-    """A variant's documents, splits and its WMD and WMD-TF-IDF matrices (in knn mode,
-    those of its seeded sample)."""
+    """A variant's documents, splits and the matrix of every method but the baselines
+    and PCA WMD (in knn mode, those of its seeded sample)."""
     root = matrix_root(wildcards.dataset, wildcards.variant)
     return {
         "documents": f"{root}/documents.parquet",
         "splits": f"{root}/splits.parquet",
-        "wmd": full_matrix(wildcards.dataset, wildcards.variant, WMD.slug),
-        "wmd_tfidf": full_matrix(wildcards.dataset, wildcards.variant, WMD_TFIDF.slug),
+        "matrices": [
+            full_matrix(wildcards.dataset, wildcards.variant, slug)
+            for slug in ANALYSIS_SLUGS
+        ],
     }
 
 
 def wmd_argument(wildcards, input):
     """The --wmd argument of an analysis: {method slug: matrix path} as JSON."""
-    return spec_json({WMD.slug: input.wmd, WMD_TFIDF.slug: input.wmd_tfidf})
+    return spec_json(dict(zip(ANALYSIS_SLUGS, input.matrices)))
 
 
 #: The per-variant analyses switched on.
@@ -354,6 +384,9 @@ def benchmarked(path):
 def final_outputs():
     outputs = [
         "results/scores.parquet",
+        "results/predictions.parquet",
+        "results/tables/significance.md",
+        "results/figures/critical_difference.png",
         "results/tables/duplicates.csv",
         "results/tables/oov.csv",
         "results/tables/table2.md",
@@ -381,7 +414,14 @@ wildcard_constraints:
     # Only embeddings the workflow trains itself are outputs; "(?!)" matches nothing.
     trained=names_regex(TRAINED_EMBEDDINGS),
     download=names_regex(DOWNLOADS),
-    method="wmd|wmd-tfidf|wmd-pca[0-9]+",
+    method="wmd|wmd-tfidf|wrd|wmd-pca[0-9]+",
+    # dense methods: built-in ones and users' (vectors-<name>-<metric>, matrix-, callable-)
+    embedding_method="wcd|rwmd|cosine-mean",
+    vectors=names_regex(VECTOR_METHODS),
+    vector_metric="cosine|l2|l1",
+    user_matrix=names_regex(MATRIX_METHODS),
+    user_callable=names_regex(CALLABLE_METHODS),
+    dense=names_regex(DENSE_SLUGS),
     dim="[0-9]+",
     shard="[0-9]+-of-[0-9]+",
 
@@ -424,7 +464,8 @@ def variant_inputs(wildcards):
 # its input lacks a combination or holds one this run does not cover.
 CLASSIFIERS = ["knn", "wknn"]
 PAPER_METHODS = [method.name for method in METHODS]
-RUN_METHODS = PAPER_METHODS + [pca_method_name(WMD.name, dim) for dim in PCA_DIMS]
+ANALYSIS_METHODS = [method.name for method in RUN_METHOD_LIST]
+RUN_METHODS = ANALYSIS_METHODS + [pca_method_name(WMD.name, dim) for dim in PCA_DIMS]
 ALLWORDS_DATASETS = (
     [d for d in DATASETS if d in TEXT_DATASETS] if config["all_words"] else []
 )
@@ -444,4 +485,50 @@ EXPECT_ALLWORDS = expect(
     method=[method.name for method in BASELINES],
     classifier=CLASSIFIERS,
 )
-EXPECT_ANALYSIS = expect(dataset=DATASETS, variant=VARIANTS, method=PAPER_METHODS)
+EXPECT_ANALYSIS = expect(dataset=DATASETS, variant=VARIANTS, method=ANALYSIS_METHODS)
+
+
+# --------------------------------------------------------------------------- users' methods
+
+
+def user_vectors_inputs(wildcards):
+    """The variant's documents and a `methods.vectors` entry's file(s) for this dataset."""
+    spec = VECTOR_METHODS[wildcards.vectors]
+    inputs = {
+        "documents": f"results/{wildcards.dataset}/{wildcards.variant}/documents.parquet",
+        "vectors": dataset_path(spec["path"], wildcards.dataset),
+    }
+    if spec.get("ids"):
+        inputs["ids"] = dataset_path(spec["ids"], wildcards.dataset)
+    return inputs
+
+
+def user_matrix_file(wildcards):
+    """A `methods.matrices` entry's file for this dataset."""
+    return dataset_path(
+        MATRIX_METHODS[wildcards.user_matrix]["path"], wildcards.dataset
+    )
+
+
+def callable_shards(name):
+    """The stored work units of a callable's matrix: "1-of-N" .. "N-of-N"."""
+    n = CALLABLE_METHODS[name]["shards"]
+    return [f"{k}-of-{n}" for k in range(1, n + 1)]
+
+
+def callable_source(wildcards):
+    """The file defining a callable when it lies in the working directory (found
+    without importing it), so that editing the function reruns its shards; [] for one
+    installed in the environment."""
+    import os
+
+    parts = (
+        CALLABLE_METHODS[wildcards.user_callable]["function"].split(":")[0].split(".")
+    )
+    for candidate in (
+        os.path.join(*parts) + ".py",
+        os.path.join(*parts, "__init__.py"),
+    ):
+        if os.path.isfile(candidate):
+            return [candidate]
+    return []

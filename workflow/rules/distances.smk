@@ -43,9 +43,7 @@ rule wmd_block:
             input.documents, wildcards.block, threads, attempt
         )["runtime"],
     params:
-        weighting=lambda wildcards: (
-            "tfidf" if wildcards.method == "wmd-tfidf" else "bow"
-        ),
+        weighting=transport_weighting,
         splits=lambda wildcards, input: (
             f"--splits {input.splits}" if config["wmd"]["skip_test_pairs"] else ""
         ),
@@ -98,8 +96,9 @@ rule wmd_subset:
     benchmark:
         benchmarked("{dataset}/clean/distances/{method}")
     wildcard_constraints:
-        # bag-of-words weights do not depend on the other documents; TF-IDF ones do
-        method="wmd|wmd-pca[0-9]+",
+        # bag-of-words (and WRD's) weights do not depend on the other documents; TF-IDF
+        # ones do
+        method="wmd|wrd|wmd-pca[0-9]+",
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
@@ -163,9 +162,7 @@ rule wmd_search:
             input.documents, wildcards.shard, threads, attempt
         )["runtime"],
     params:
-        weighting=lambda wildcards: (
-            "tfidf" if wildcards.method == "wmd-tfidf" else "bow"
-        ),
+        weighting=transport_weighting,
         settings=spec_json(config["evaluation"]),
         train_first="yes" if config["wmd"]["skip_test_pairs"] else "no",
     shell:

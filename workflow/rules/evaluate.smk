@@ -1,15 +1,17 @@
-# Stage 5: kNN and weighted kNN, tuned on a validation split, for all 14 methods and
-# every fold. The 12 BOW/TF-IDF baseline distances are computed inside this job: they are
+# Stage 5: kNN and weighted kNN, tuned on a validation split, for every method and
+# every fold; the scores, and the per-document predictions the significance tests use. The 12 BOW/TF-IDF baseline distances are computed inside this job: they are
 # cheap, and the TF-IDF ones depend on the fold's training documents.
 # Code: workflow/wmdeval/classification/knn.py.
 
 
 rule evaluate:
     input:
-        # per WMD method its matrix, or in knn mode its neighbour table
+        # per transport method its matrix, or in knn mode its neighbour table; the
+        # matrix of every dense method
         unpack(evaluate_inputs),
     output:
-        "results/{dataset}/{variant}/scores.parquet",
+        scores="results/{dataset}/{variant}/scores.parquet",
+        predictions="results/{dataset}/{variant}/predictions.parquet",
     log:
         logged("{dataset}/{variant}/evaluate"),
     benchmark:
@@ -29,7 +31,8 @@ rule evaluate:
         "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
         " --wmd {params.wmd:q} {params.neighbours} --settings {params.settings:q}"
         " --dataset {wildcards.dataset}"
-        " --variant {wildcards.variant} --out {output} 2> {log}"
+        " --variant {wildcards.variant} --out {output.scores}"
+        " --out-predictions {output.predictions} 2> {log}"
 
 
 # Paper Tables 4/5: the baselines with every word kept (raw-text datasets only); WMD can

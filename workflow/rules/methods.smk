@@ -1,0 +1,147 @@
+# Stage 4b: distances beyond the paper, and your own (`methods:` in the config), each one
+# full matrix per variant, in the DISTANCES schema of WMD's (so evaluation, the tables and
+# the analyses take them like any method). WRD is transport and goes through the WMD rules.
+# Code: workflow/wmdeval/distances/embedding.py (WCD, RWMD, cosine of mean word vectors),
+# workflow/wmdeval/distances/external.py (document vectors, precomputed matrices, callables).
+
+
+rule embedding_matrix:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        embeddings="results/{dataset}/vectors/embeddings.parquet",
+    output:
+        "results/{dataset}/{variant}/distances/{embedding_method}.parquet",
+    log:
+        logged("{dataset}/{variant}/distances/{embedding_method}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/distances/{embedding_method}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: config["wmd"]["threads"]
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=60,
+    shell:
+        "wmdeval embedding-matrix --documents {input.documents}"
+        " --embeddings {input.embeddings} --method {wildcards.embedding_method}"
+        " --threads {threads} --out {output} 2> {log}"
+
+
+# Your document vectors (methods.vectors), validated against the variant's documents.
+rule vector_matrix:
+    input:
+        unpack(user_vectors_inputs),
+    output:
+        "results/{dataset}/{variant}/distances/vectors-{vectors}-{vector_metric}.parquet",
+    log:
+        logged("{dataset}/{variant}/distances/vectors-{vectors}-{vector_metric}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/distances/vectors-{vectors}-{vector_metric}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=30,
+    params:
+        ids=lambda wildcards, input: (
+            f"--ids {input.ids}" if "ids" in input.keys() else ""
+        ),
+    shell:
+        "wmdeval vector-matrix --documents {input.documents} --vectors {input.vectors}"
+        " {params.ids} --metric {wildcards.vector_metric} --out {output} 2> {log}"
+
+
+# Your precomputed matrix (methods.matrices), validated and cut to the variant's documents.
+rule precomputed_matrix:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        matrix=user_matrix_file,
+    output:
+        "results/{dataset}/{variant}/distances/matrix-{user_matrix}.parquet",
+    log:
+        logged("{dataset}/{variant}/distances/matrix-{user_matrix}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/distances/matrix-{user_matrix}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=30,
+    shell:
+        "wmdeval precomputed-matrix --documents {input.documents} --matrix {input.matrix}"
+        " --out {output} 2> {log}"
+
+
+# Your Python function (methods.callables), in row shards like WMD's blocks, then gathered.
+rule callable_shard:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        embeddings="results/{dataset}/vectors/embeddings.parquet",
+        source=callable_source,
+    output:
+        "results/{dataset}/{variant}/callable_shards/{user_callable}/{shard}.parquet",
+    log:
+        logged("{dataset}/{variant}/callable_shards/{user_callable}/{shard}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/callable_shards/{user_callable}/{shard}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=60,
+    params:
+        function=lambda wildcards: CALLABLE_METHODS[wildcards.user_callable]["function"],
+    shell:
+        "wmdeval callable-shard --documents {input.documents}"
+        " --embeddings {input.embeddings} --function {params.function:q}"
+        " --shard {wildcards.shard} --out {output} 2> {log}"
+
+
+rule callable_gather:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        shards=lambda wildcards: expand(
+            "results/{{dataset}}/{{variant}}/callable_shards/{{user_callable}}/{shard}.parquet",
+            shard=callable_shards(wildcards.user_callable),
+        ),
+    output:
+        "results/{dataset}/{variant}/distances/callable-{user_callable}.parquet",
+    log:
+        logged("{dataset}/{variant}/distances/callable-{user_callable}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/distances/callable-{user_callable}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=30,
+    shell:
+        "wmdeval callable-gather --documents {input.documents} --shards {input.shards}"
+        " --out {output} 2> {log}"
+
+
+# knn mode: the analyses read the seeded sample's matrices; a dense method's is cut from
+# the variant's full matrix.
+rule sample_dense_matrix:
+    input:
+        matrix="results/{dataset}/{variant}/distances/{dense}.parquet",
+        documents="results/{dataset}/{variant}/sample/documents.parquet",
+    output:
+        "results/{dataset}/{variant}/sample/distances/{dense}.parquet",
+    log:
+        logged("{dataset}/{variant}/sample/distances/{dense}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/sample/distances/{dense}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=matrix_job_mem_mb,
+        runtime=30,
+    shell:
+        "wmdeval wmd-subset --matrix {input.matrix} --documents {input.documents}"
+        " --out {output} 2> {log}"
