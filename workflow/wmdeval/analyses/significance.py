@@ -526,7 +526,7 @@ def draw_message(title: str, message: str) -> Figure:
     from ..reporting.figures import _RC
 
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(6.0, 1.6))
+        fig = Figure(figsize=(8.0, 1.6))
         fig.suptitle(title)
         fig.text(0.5, 0.4, message, ha="center", va="center", fontsize=11)
     return fig
