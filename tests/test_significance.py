@@ -471,3 +471,11 @@ def test_run_significance_writes_nothing_on_error(tmp_path):
     with pytest.raises(io.WmdevalError, match="WMD-TF-IDF"):
         run(tmp_path, hand_table(), reference="WMD-TF-IDF")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
+
+def test_empty_predictions_give_an_empty_table():
+    empty = schemas.PREDICTIONS.empty_table()
+    assert sig.significance_table(empty, [], 0.05, 10, 0).schema == schemas.SIGNIFICANCE
+    assert sig.significance_table(empty, [], 0.05, 10, 0).num_rows == 0
+    with pytest.raises(io.WmdevalError, match="no rows for the reference"):
+        sig.significance_table(empty, [BOW], 0.05, 10, 0)

@@ -229,7 +229,8 @@ def _group_predictions(predictions: pa.Table) -> _Predictions:
     order = np.lexsort((key, method, classifier, variant, dataset))
     group = np.column_stack([dataset, variant, classifier, method])[order]
     starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]).any(axis=1)])
-    ends = np.r_[starts[1:], len(order)]
+    starts = starts[starts < len(order)]  # no group at all in an empty table
+    ends = np.r_[starts[1:], len(order)][: len(starts)]
     keys, correct_by_group = {}, {}
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         d, v, c, m = group[start].tolist()
@@ -527,7 +528,7 @@ def draw_message(title: str, message: str) -> Figure:
 
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(8.0, 1.6))
-        fig.suptitle(title)
+        fig.suptitle(title, y=0.94)
         fig.text(0.5, 0.4, message, ha="center", va="center", fontsize=11)
     return fig
 
