@@ -297,7 +297,8 @@ SIGNIFICANCE = pa.schema(
         _field(
             "ci_low",
             pa.float64(),
-            "lower end of the paired bootstrap percentile interval of `difference`",
+            "lower end of the paired bootstrap percentile interval (level 1 - alpha) "
+            "of `difference`",
         ),
         _field("ci_high", pa.float64(), "upper end of that interval"),
     ]
