@@ -269,6 +269,41 @@ WMD_VS_BOW = pa.schema(
     ]
 )
 
+# Written by significance.py
+
+#: ``results/significance.csv``: one row per dataset x variant x classifier x reference
+#: method x other method, the paired comparison of their test predictions pooled over folds.
+SIGNIFICANCE = pa.schema(
+    [
+        _field("dataset", pa.string(), "dataset name from the config"),
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("classifier", pa.string(), "'knn' or 'wknn'"),
+        _field("method", pa.string(), "the method compared with the reference"),
+        _field("reference", pa.string(), "the reference method, e.g. 'BOW (L1/L1)'"),
+        _field("n", pa.int32(), "paired test documents: (fold, doc_id) pairs over all folds"),
+        _field("error", pa.float64(), "test error of `method` over the n documents, in [0, 1]"),
+        _field("reference_error", pa.float64(), "test error of `reference` over the same n"),
+        _field("difference", pa.float64(), "error - reference_error"),
+        _field("b", pa.int32(), "documents `method` gets right and `reference` wrong"),
+        _field("c", pa.int32(), "documents `method` gets wrong and `reference` right"),
+        _field("p_mcnemar", pa.float64(), "exact two-sided McNemar p-value from b and c"),
+        _field(
+            "p_holm",
+            pa.float64(),
+            "p_mcnemar Holm-adjusted over the methods compared with this reference "
+            "on this dataset, variant and classifier",
+        ),
+        _field("significant", pa.bool_(), "p_holm < alpha"),
+        _field(
+            "ci_low",
+            pa.float64(),
+            "lower end of the paired bootstrap percentile interval (level 1 - alpha) "
+            "of `difference`",
+        ),
+        _field("ci_high", pa.float64(), "upper end of that interval"),
+    ]
+)
+
 ALL = {
     "documents": DOCUMENTS,
     "splits": SPLITS,
@@ -284,6 +319,7 @@ ALL = {
     "corpus_distances": CORPUS_DISTANCES,
     "ksc": KSC,
     "wmd_vs_bow": WMD_VS_BOW,
+    "significance": SIGNIFICANCE,
 }
 
 
