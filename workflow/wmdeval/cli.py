@@ -560,6 +560,27 @@ COMMANDS: tuple[Command, ...] = (
             path("--out", "out_png"),
         ),
     ),
+    # 8 significance
+    Command(
+        "significance",
+        "analyses.significance:run_significance",
+        "McNemar/Holm and bootstrap per dataset, Friedman/Nemenyi across datasets",
+        (
+            path("--predictions", "predictions_path"),
+            expect("the predictions (dataset, variant, method, classifier)"),
+            Arg("--reference", "reference", "the second reference method (a name)"),
+            Arg("--alpha", "alpha", "level of the tests after Holm's correction", float),
+            Arg("--bootstrap", "n_resamples", "bootstrap resamples B", int),
+            Arg("--level", "level", "confidence level of the bootstrap interval", float),
+            SEED,
+            Arg("--variant", "variant", "variant of the critical-difference diagram"),
+            Arg("--classifier", "classifier", "classifier of the critical-difference diagram"),
+            path("--out-csv", "out_csv"),
+            path("--out-md", "out_md"),
+            path("--out-png", "out_png"),
+            path("--out-svg", "out_svg"),
+        ),
+    ),
     # 7 analyses
     Command(
         "analyses",

@@ -289,6 +289,7 @@ def significance_table(
     alpha: float,
     n_resamples: int,
     seed: int,
+    level: float | None = None,
 ) -> pa.Table:
     """The SIGNIFICANCE table: every method against every reference, per dataset,
     variant and classifier.
@@ -298,7 +299,7 @@ def significance_table(
     (fold, doc_id) over all folds (WmdevalError if the two sets differ), and gets the
     exact McNemar p-value, its Holm adjustment over the methods of that reference
     (significant: p_holm < ``alpha``) and a paired bootstrap interval (``n_resamples``,
-    level 1 - ``alpha``) of its error minus the reference's, seeded by
+    ``level``, default 1 - ``alpha``) of its error minus the reference's, seeded by
     :func:`comparison_seed`. A reference absent from the whole table is an error.
 
     Rows: datasets in order of first appearance, variants and classifiers in report
@@ -306,6 +307,7 @@ def significance_table(
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    level = 1.0 - alpha if level is None else level
     grouped = _group_predictions(predictions)
     references = list(dict.fromkeys(reference_methods))
     for reference in references:
@@ -322,7 +324,7 @@ def significance_table(
                     if reference in present:
                         others = [m for m in present if m != reference]
                         rows += _reference_rows(
-                            grouped, group, reference, others, alpha, n_resamples, seed
+                            grouped, group, reference, others, alpha, level, n_resamples, seed
                         )
     return pa.table({n: [r[n] for r in rows] for n in SIGNIFICANCE.names}).cast(SIGNIFICANCE)
 
@@ -333,6 +335,7 @@ def _reference_rows(
     reference: str,
     methods: Sequence[str],
     alpha: float,
+    level: float,
     n_resamples: int,
     seed: int,
 ) -> list[dict]:
@@ -348,7 +351,7 @@ def _reference_rows(
             reference_correct,
             n_resamples,
             comparison_seed(seed, *group, reference, method),
-            level=1.0 - alpha,
+            level=level,
         )
         dataset, variant, classifier = group
         rows.append(
@@ -632,10 +635,12 @@ def draw_critical_difference(
 # --------------------------------------------------------------------------- report
 
 
-def significance_markdown(table: pa.Table, alpha: float, n_resamples: int, seed: int) -> str:
+def significance_markdown(
+    table: pa.Table, alpha: float, n_resamples: int, seed: int, level: float | None = None
+) -> str:
     """The SIGNIFICANCE rows as a readable Markdown table with a caption that says
     what was tested; significant rows are marked."""
-    level = round(100 * (1 - alpha), 6)
+    level = round(100 * (1 - alpha if level is None else level), 6)
     caption = (
         "Exact McNemar test per dataset on the test predictions pooled over folds "
         "(documents paired on fold and doc_id), Holm-adjusted across the methods compared "
@@ -724,15 +729,19 @@ def run_significance(
     seed: int,
     variant: str,
     classifier: str,
+    level: float | None = None,
+    expected: Mapping[str, Sequence[str]] | None = None,
 ) -> pa.Table:
     """Read PREDICTIONS; write the SIGNIFICANCE table (CSV and Markdown) against the
     references BOW (L1/L1) and ``reference``, and the critical difference diagram of
-    ``variant`` and ``classifier`` (PNG and SVG). Everything is computed before the
-    first file is written, and each file is written atomically. Returns the table."""
-    predictions = io.read_table(predictions_path, schemas.PREDICTIONS).cast(schemas.PREDICTIONS)
+    ``variant`` and ``classifier`` (PNG and SVG). With ``expected``
+    (:mod:`wmdeval.core.coverage`) the predictions must cover exactly those datasets,
+    variants, methods and classifiers. Everything is computed before the first file is
+    written, and each file is written atomically. Returns the table."""
+    predictions = io.read_tables([predictions_path], schemas.PREDICTIONS, expected)
     references = list(dict.fromkeys([REFERENCE, reference]))
-    table = significance_table(predictions, references, alpha, n_resamples, seed)
-    markdown = significance_markdown(table, alpha, n_resamples, seed)
+    table = significance_table(predictions, references, alpha, n_resamples, seed, level)
+    markdown = significance_markdown(table, alpha, n_resamples, seed, level)
     figure = critical_difference_figure(
         critical_difference(predictions, variant, classifier, alpha)
     )
