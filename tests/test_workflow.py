@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from wmdeval.core import io as wio
-from wmdeval.core.methods import METHODS
+from wmdeval.core.methods import BEYOND_METHODS, METHODS
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
@@ -87,9 +87,12 @@ def test_scores_cover_every_dataset_variant_method_classifier_fold(finished_run)
     for dataset, folds in expected_folds.items():
         for variant in ("original", "clean"):
             rows = [r for r in scores if r["dataset"] == dataset and r["variant"] == variant]
-            # the 14 methods and WMD on 5-d PCA embeddings (pca_dims: [5])
-            assert len(rows) == (len(METHODS) + 1) * 2 * folds, (dataset, variant)
-            assert {r["method"] for r in rows} == {m.name for m in METHODS} | {"WMD (5-d PCA)"}
+            # the 14 methods, WMD on 5-d PCA embeddings (pca_dims: [5]) and the four
+            # built-in methods beyond the paper the demo switches on
+            names = {m.name for m in METHODS} | {"WMD (5-d PCA)"}
+            names |= {m.name for m in BEYOND_METHODS}
+            assert len(rows) == len(names) * 2 * folds, (dataset, variant)
+            assert {r["method"] for r in rows} == names
             assert {r["classifier"] for r in rows} == {"knn", "wknn"}
     assert all(0 <= r["test_error"] <= 1 for r in scores)
     knn = [r for r in scores if r["classifier"] == "knn"]
@@ -209,6 +212,9 @@ def test_tables_and_figures_exist(finished_run):
         assert f"| {method.name} |" in table2
     for dataset in ("newsgroups", "subjects", "toy"):
         assert dataset in table2
+    for method in BEYOND_METHODS:  # beyond the paper, marked as such
+        assert f"| {method.name} † |" in table2
+    assert "beyond the paper" in table2
     table8 = (results / "tables" / "table8.md").read_text()
     assert "| WMD (5-d PCA) |" in table8
     for png in ("n2o.png", "ksc_newsgroups_original.png", "ksc_toy_clean.png"):
@@ -217,6 +223,10 @@ def test_tables_and_figures_exist(finished_run):
     n2o = pq.read_table(results / "subjects" / "original" / "analysis" / "n2o.parquet")
     same = [r["n2o"] for r in n2o.to_pylist() if r["method_a"] == r["method_b"]]
     assert same and all(v == 1.0 for v in same)
+    for name in ("significance.csv", "significance.md"):
+        assert (results / "tables" / name).stat().st_size > 0
+    for name in ("critical_difference.png", "critical_difference.svg"):
+        assert (results / "figures" / name).stat().st_size > 10_000
     for figure in ("figure3", "figure4", "figure5"):
         for variant in ("original", "clean"):
             png = results / "figures" / f"{figure}_{variant}.png"
@@ -252,6 +262,8 @@ def test_report_holds_every_table_and_figure(finished_run):
         "ksc.csv",
         "ksc_newsgroups_original.png",
         "ksc_toy_clean.png",
+        "significance.csv",
+        "critical_difference.png",
     ):
         assert name in html, name
 
@@ -421,7 +433,7 @@ def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_ru
         finished_run / "results" / "scores.parquet"
     ).read_bytes()
     tables = list(knn_run.glob("results/*/*/neighbours/*.certificates.parquet"))
-    assert len(tables) == 18  # 3 datasets x 2 variants x (WMD, WMD-TF-IDF, WMD 5-d PCA)
+    assert len(tables) == 24  # 3 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, 5-d PCA)
 
 
 def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
@@ -504,6 +516,198 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
     run = snakemake(knn_run, target, *config)
     assert run.returncode == 0, run.stderr[-3000:]
     assert table.read_bytes() == before
+
+
+# ------------------------------------------------------- bring your own distance
+BYO_MODULE = '''"""A user's document distance: BOW (L1/L1) written plainly, as a user would."""
+
+import numpy as np
+
+
+def bow_l1(documents, embeddings, rows, cols):
+    words = documents.column("words").to_pylist()
+    counts = documents.column("counts").to_pylist()
+    vocabulary = {w: c for c, w in enumerate(sorted({w for ws in words for w in ws}))}
+    bags = np.zeros((len(words), len(vocabulary)))
+    for d, (ws, cs) in enumerate(zip(words, counts)):
+        for w, c in zip(ws, cs):
+            bags[d, vocabulary[w]] = c
+    totals = bags.sum(axis=1, keepdims=True)
+    bags = np.divide(bags, totals, out=np.zeros_like(bags), where=totals > 0)
+    out = np.empty((len(rows), len(cols)))
+    for k, r in enumerate(rows):
+        out[k] = np.abs(bags[cols] - bags[r]).sum(axis=1)
+    return out
+'''
+
+BYO_CONFIG = """
+methods:
+  vectors:
+    onehot: {path: "byo/{dataset}.onehot.parquet", metrics: [l1, cosine]}
+    onehotnpy: {path: "byo/{dataset}.onehot.npy", ids: "byo/{dataset}.ids.txt", metrics: [l1]}
+  matrices:
+    wmdcopy: {path: "byo/{dataset}.wmd.parquet"}
+  callables:
+    bowl1: {function: "byo_distances:bow_l1", shards: 3}
+significance:
+  reference: bowl1
+"""
+
+
+def _one_hot_bags(documents_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(doc_ids, L1-normalised bag-of-words vectors); NaN for a document without words."""
+    table = pq.read_table(documents_path).sort_by("doc_id")
+    words = table.column("words").to_pylist()
+    vocabulary = {w: c for c, w in enumerate(sorted({w for ws in words for w in ws}))}
+    bags = np.zeros((len(words), len(vocabulary)))
+    for d, (ws, cs) in enumerate(zip(words, table.column("counts").to_pylist(), strict=True)):
+        for w, c in zip(ws, cs, strict=True):
+            bags[d, vocabulary[w]] = c
+    totals = bags.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        bags = bags / totals  # 0/0: no words, no direction
+    return table.column("doc_id").to_numpy(), bags
+
+
+@pytest.fixture(scope="module")
+def byo_run(finished_run, tmp_path_factory):
+    """The demo plus the toy corpus with a user's distances added to a finished run:
+    one-hot document vectors (Parquet, and .npy with ids), a precomputed matrix (a copy of
+    WMD's) and a callable (BOW (L1/L1) written plainly), no code change to the workflow."""
+    import pyarrow as pa
+
+    workdir = tmp_path_factory.mktemp("wmdeval-byo") / "run"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    byo = workdir / "byo"
+    byo.mkdir()
+    for dataset in ("newsgroups", "subjects", "toy"):
+        original = workdir / "results" / dataset / "original"
+        doc_ids, bags = _one_hot_bags(original / "documents.parquet")
+        vectors = pa.table({"doc_id": doc_ids, "vector": [list(row) for row in bags]})
+        # rows shuffled: matched by doc_id, never by position
+        order = np.random.default_rng(0).permutation(len(doc_ids))
+        pq.write_table(vectors.take(pa.array(order)), byo / f"{dataset}.onehot.parquet")
+        np.save(byo / f"{dataset}.onehot.npy", bags[order])
+        (byo / f"{dataset}.ids.txt").write_text("".join(f"{i}\n" for i in doc_ids[order]))
+        shutil.copy(original / "distances" / "wmd.parquet", byo / f"{dataset}.wmd.parquet")
+    (workdir / "byo_distances.py").write_text(BYO_MODULE)
+    (workdir / "byo.yaml").write_text(BYO_CONFIG)
+    run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "byo.yaml")
+    assert run.returncode == 0, run.stderr[-5000:]
+    return workdir
+
+
+SCORE_FIELDS = ("param", "val_accuracy", "test_error", "n_test", "n_test_empty")
+
+
+def _score_rows(scores: list[dict], method: str) -> list[tuple]:
+    return [
+        (r["dataset"], r["variant"], r["classifier"], r["fold"], *(r[f] for f in SCORE_FIELDS))
+        for r in scores
+        if r["method"] == method
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "same_as"),
+    [
+        ("bowl1", "BOW (L1/L1)"),  # a callable equal to BOW (L1/L1)
+        ("onehot (L1)", "BOW (L1/L1)"),  # one-hot L1-normalised vectors, L1 distance
+        ("onehotnpy (L1)", "BOW (L1/L1)"),  # the same from .npy + ids
+        ("wmdcopy", "WMD"),  # a precomputed matrix: WMD's own
+    ],
+)
+def test_your_own_distance_reproduces_the_methods_scores_row_for_row(byo_run, method, same_as):
+    scores = pq.read_table(byo_run / "results" / "scores.parquet").to_pylist()
+    rows = _score_rows(scores, method)
+    assert len(rows) == (5 + 5 + 1) * 2 * 2  # folds x variants x classifiers
+    assert rows == _score_rows(scores, same_as)
+    predictions = pq.read_table(byo_run / "results" / "predictions.parquet")
+    by_method = {}
+    for row in predictions.to_pylist():
+        by_method.setdefault(row["method"], []).append(
+            tuple(row[k] for k in ("dataset", "variant", "classifier", "fold", "doc_id"))
+            + (row["predicted_label"],)
+        )
+    assert by_method[method] == by_method[same_as]
+
+
+def test_your_own_distance_is_in_every_output_and_a_rerun_does_nothing(byo_run):
+    import pyarrow.csv as pcsv
+
+    results = byo_run / "results"
+    assert len(list(results.glob("newsgroups/original/callable_shards/bowl1/*.parquet"))) == 3
+    table2 = (results / "tables" / "table2.md").read_text()
+    for name in ("bowl1", "onehot (L1)", "onehot (cosine)", "onehotnpy (L1)", "wmdcopy"):
+        assert f"| {name} † |" in table2
+    significance = pcsv.read_csv(results / "tables" / "significance.csv").to_pylist()
+    same = [r for r in significance if r["reference"] == "bowl1" and r["method"] == "BOW (L1/L1)"]
+    assert len(same) == 3 * 2 * 2
+    assert all(r["b"] == 0 and r["c"] == 0 and r["p_mcnemar"] == 1.0 for r in same)
+    n2o = pq.read_table(results / "subjects" / "original" / "analysis" / "n2o.parquet")
+    assert "bowl1" in set(n2o.column("method_a").to_pylist())
+    run = snakemake(byo_run, "--configfile", "config/config.yaml", "extra.yaml", "byo.yaml", "-n")
+    assert run.returncode == 0
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+BAD_INPUTS = {
+    # a document without a vector
+    "vectors": (
+        "methods:\n  vectors:\n    bad: {path: byo/bad.parquet, metrics: [l2]}\n",
+        "results/subjects/original/distances/vectors-bad-l2.parquet",
+    ),
+    # a matrix with an infinite distance
+    "matrix": (
+        "methods:\n  matrices:\n    bad: {path: byo/bad.parquet}\n",
+        "results/subjects/original/distances/matrix-bad.parquet",
+    ),
+    # a function returning the wrong shape
+    "callable": (
+        'methods:\n  callables:\n    bad: {function: "byo_distances:wrong_shape"}\n',
+        "results/subjects/original/callable_shards/bad/1-of-1.parquet",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+def test_bad_input_of_your_own_distance_is_one_line_and_leaves_nothing(byo_run, kind, tmp_path):
+    import pyarrow as pa
+
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    for name in ("Snakefile", "byo_distances.py", "toy.tsv", "extra.yaml"):
+        shutil.copy(byo_run / name, workdir)
+    for name in ("workflow", "config", "envs"):
+        shutil.copytree(byo_run / name, workdir / name, symlinks=True)
+    # the subject lines' variant documents, as the workflow made them
+    shutil.copytree(byo_run / "results", workdir / "results", symlinks=True)
+    shutil.copytree(byo_run / ".snakemake", workdir / ".snakemake", symlinks=True)
+    (workdir / "byo").mkdir()
+    doc_ids, bags = _one_hot_bags(workdir / "results/subjects/original/documents.parquet")
+    if kind == "vectors":
+        table = pa.table({"doc_id": doc_ids[1:], "vector": [list(row) for row in bags[1:]]})
+    else:
+        matrix = np.zeros((len(doc_ids), len(doc_ids)))
+        matrix[3, 4] = np.inf
+        flat = pa.array(matrix.astype(np.float32).ravel())
+        offsets = pa.array(np.arange(0, matrix.size + 1, len(doc_ids), dtype=np.int32))
+        rows = pa.ListArray.from_arrays(offsets, flat)
+        table = pa.table({"doc_id": doc_ids.astype(np.int32), "distances": rows})
+    pq.write_table(table, workdir / "byo" / "bad.parquet")
+    with open(workdir / "byo_distances.py", "a") as handle:
+        handle.write("\n\ndef wrong_shape(documents, embeddings, rows, cols):\n")
+        handle.write("    return np.zeros((len(rows), len(cols) + 1))\n")
+    config, target = BAD_INPUTS[kind]
+    (workdir / "bad.yaml").write_text(config)
+    run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "bad.yaml", target)
+    assert run.returncode != 0
+    assert not (workdir / target).exists()
+    logs = list((workdir / "results" / "logs" / "subjects" / "original").rglob("*bad*.log"))
+    assert len(logs) == 1, logs
+    lines = logs[0].read_text().strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert "bad" in lines[0] or "wrong_shape" in lines[0], lines
 
 
 def _snapshot(results: Path) -> dict[str, tuple[int, bytes]]:
@@ -594,6 +798,8 @@ def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
         "crossmatch_table",
         "corpus_distance_table",
         "ksc_report",
+        "collect_predictions",
+        "significance",
     }
     assert aggregates <= planned, sorted(aggregates - planned)
     # and nothing per dataset: subjects' own results are all there
