@@ -381,6 +381,18 @@ COMMANDS: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "embedding-matrix",
+        "distances.embedding:run_embedding_matrix",
+        "a full matrix of an embedding distance without transport: wcd, rwmd or cosine-mean",
+        (
+            path("--documents", "documents_path"),
+            path("--embeddings", "embeddings_path"),
+            Arg("--method", "method", "wcd, rwmd or cosine-mean"),
+            path("--out", "out_path"),
+            Arg("--threads", "threads", "threads (rwmd)", int, required=False),
+        ),
+    ),
+    Command(
         "sample-variant",
         "cleaning.vocabulary:run_sample",
         "a seeded sample of a variant's documents, for what needs full matrices in knn mode",
