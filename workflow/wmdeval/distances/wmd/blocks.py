@@ -183,7 +183,11 @@ def _log_empty(documents: pa.Table, inputs: WmdInputs) -> None:
     no_words = pc.list_value_length(documents.column("words")).to_numpy(zero_copy_only=False) == 0
     for label, mask in (
         ("have no words", no_words),
-        ("have no tf-idf mass (every word in every document)", inputs.empty & ~no_words),
+        (
+            "have no mass under the weighting (tf-idf: every word in every document; "
+            "wrd: only zero vectors)",
+            inputs.empty & ~no_words,
+        ),
     ):
         if mask.any():
             ids = inputs.doc_ids[mask]

@@ -13,6 +13,14 @@ swapped: Y[w, q] = the distance from any vocabulary word w to the nearest word o
 q, and (all weights x Y) gives c -> q. The cost is the word distances between the
 queries' vocabulary and the whole vocabulary, never a per-pair transport problem.
 
+Under WRD's cosine ground cost (``inputs.ground_cost == "cosine"``, unit directions) the
+relaxations use the same cost and stay lower bounds: they only need non-negative costs
+and a word's cost to itself being 0. WCD does not (it relies on a norm cost); its place
+is taken by half the squared distance of the mass-weighted mean directions, a lower
+bound because 1 - u.v = |u - v|^2 / 2 for unit u, v and |.|^2 is convex (Jensen over
+any transport plan T: sum T_ij |u_i - v_j|^2 / 2 >= |sum T_ij (u_i - v_j)|^2 / 2 =
+|mean_a - mean_b|^2 / 2), see :func:`centroid_bound`.
+
 Both bounds hold exactly in real arithmetic; in floating point they may exceed the
 solver's WMD by rounding (word distances come from the same squared-norm expansion,
 computed in matrices of other shapes). :func:`safety_margin` is how far a bound must
@@ -24,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .solver import WmdInputs, _distances
+from .solver import WmdInputs, _distances, word_costs
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
@@ -62,11 +70,13 @@ def nearest_other_word(inputs: WmdInputs, weights: sp.csr_matrix) -> np.ndarray:
 
 
 def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> np.ndarray:
-    """Euclidean distances between vocabulary rows, float64 [len(words_a), len(words_b)],
-    by the same expansion as the exact costs; a word's distance to itself is exactly 0."""
+    """Ground costs (``inputs.ground_cost``) between vocabulary rows, float64
+    [len(words_a), len(words_b)], by the same arithmetic as the exact costs; a word's
+    cost to itself is exactly 0."""
     words_a = np.asarray(words_a, dtype=np.int64)
     words_b = np.asarray(words_b, dtype=np.int64)
-    d = _distances(
+    d = word_costs(
+        inputs.ground_cost,
         inputs.vectors[words_a] @ inputs.vectors[words_b].T,
         inputs.sq_norms[words_a],
         inputs.sq_norms[words_b],
@@ -79,8 +89,16 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:
     """How far a bound must exceed ``distance`` to prove the exact WMD exceeds it, even
     after the WMD is rounded to float32: relative to the distance, plus an absolute part
-    for the expansion's cancellation on nearly equal vectors (~1e-8 x the vector norm)."""
-    scale = float(np.sqrt(inputs.sq_norms.max())) if len(inputs.sq_norms) else 0.0
+    for the expansion's cancellation on nearly equal vectors (~1e-8 x the vector norm).
+
+    Cosine costs (WRD) lie in [0, 2] and 1 - u.v has no square root to amplify its
+    cancellation (absolute error ~1e-16 x the dimension); the float32 word costs of the
+    bounds are off by at most 1.2e-7 absolute. An absolute part of RELATIVE_MARGIN x 1
+    covers both with room to spare."""
+    if inputs.ground_cost == "cosine":
+        scale = 1.0
+    else:
+        scale = float(np.sqrt(inputs.sq_norms.max())) if len(inputs.sq_norms) else 0.0
     return RELATIVE_MARGIN * (np.abs(distance) + scale)
 
 
@@ -93,11 +111,33 @@ def centroids(inputs: WmdInputs) -> np.ndarray:
 
 def word_centroid_distance(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     """WCD between documents ``rows`` and every document, float64 [len(rows), n]; NaN
-    where either is empty."""
+    where either is empty. The Euclidean distance of the centroids whatever the ground
+    cost: a lower bound of WMD, not of WRD (see :func:`centroid_bound`)."""
     means = centroids(inputs)
     sq = np.einsum("ij,ij->i", means, means)
     rows = np.asarray(rows, dtype=np.int64)
     return _distances(means[rows] @ means.T, sq[rows], sq)
+
+
+def centroid_bound(
+    ground_cost: str, products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray
+) -> np.ndarray:
+    """The centroid lower bound from centroid products m_a.m_b, in place in ``products``.
+
+    ``products`` float64 [p, q]; ``sq_a`` [p], ``sq_b`` [q]: the centroids' squared
+    norms. "euclidean": WCD = |m_a - m_b|. "cosine" (unit directions): |m_a - m_b|^2 / 2,
+    clipped at 0 (the module docstring proves it is <= WRD). NaN stays NaN.
+    """
+    if ground_cost == "euclidean":
+        return _distances(products, sq_a, sq_b)
+    if ground_cost == "cosine":
+        d = products
+        d *= -2.0
+        d += sq_a[:, None]
+        d += sq_b[None, :]
+        d *= 0.5
+        return np.maximum(d, 0.0, out=d)
+    raise ValueError(f"unknown ground cost {ground_cost!r}")
 
 
 def _nearest_word(
@@ -192,7 +232,8 @@ class LowerBounds:
     def rows(self, at: np.ndarray, omr: bool = True, wcd: bool = True) -> np.ndarray:
         """max(WCD, RWMD with OMR) from queries ``self.queries[at]`` to every document,
         float64 [len(at), n]; NaN where either document is empty. ``omr=False``: plain
-        RWMD; ``wcd=False``: the relaxation alone."""
+        RWMD; ``wcd=False``: the relaxation alone. Under a cosine ground cost (WRD) the
+        centroid part is :func:`centroid_bound`'s, not WCD."""
         at = np.asarray(at, dtype=np.int64)
         rows = self.queries[at]
         local = self.local[at]
@@ -210,7 +251,10 @@ class LowerBounds:
         bound = np.maximum(forward, backward)
         if wcd:
             centroid = self.means[rows] @ self.means.T
-            bound = np.fmax(bound, _distances(centroid, self.sq_means[rows], self.sq_means))
+            centroid = centroid_bound(
+                self.inputs.ground_cost, centroid, self.sq_means[rows], self.sq_means
+            )
+            bound = np.fmax(bound, centroid)
         bound[:, self.inputs.empty] = np.nan
         bound[self.inputs.empty[rows]] = np.nan
         return bound
@@ -276,6 +320,7 @@ __all__ = [
     "safety_margin",
     "centroids",
     "word_centroid_distance",
+    "centroid_bound",
     "LowerBounds",
     "relaxed_wmd",
     "lower_bounds",

@@ -19,6 +19,10 @@ the pair in the same orientation (the lower position of the solve order first), 
 and ranked in float32 like the gathered matrices. A pair is solved at most once per job
 and shared by every fold and role that needs it.
 
+The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
+ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
+depends on which of the two it is.
+
 Output, per job (a contiguous range of query documents): a NEIGHBOUR_PAIRS table (every
 visited pair: query, candidate, distance) and a NEIGHBOUR_CERTIFICATES table (per query
 and candidate list: k and the smallest bound left unsolved).

@@ -5,6 +5,12 @@ weights (L1-normalised counts, or tf-idf for WMD-TF-IDF), with the Euclidean
 distance between word embeddings as ground cost, solved exactly with POT's
 network simplex (docs/protocol.md §5).
 
+Word Rotator's Distance (WRD, Yokoi et al. 2020) is the same transport problem with
+other marginals and another ground cost: each word weighs count x the norm of its
+vector, and two words cost the cosine distance 1 - cos(u, v) of their directions. It is
+the weighting "wrd" of :func:`prepare`; :attr:`WmdInputs.ground_cost` tells every
+cost computation (here, in the bounds and in the search) which cost to use.
+
 Every distance is a function of its pair alone (never of the block layout or of
 the thread count), so any layout gives a bit-identical matrix: see
 :func:`_row_costs` for the one place where that takes care.
@@ -41,13 +47,19 @@ _FAILURES = {
 #: Seconds between two progress reports of solve_block.
 PROGRESS_SECONDS = 30.0
 
+#: Weightings of :func:`prepare` -> the ground cost between their words.
+GROUND_COSTS = {"bow": "euclidean", "tfidf": "euclidean", "wrd": "cosine"}
+
 
 @dataclass(frozen=True)
 class WmdInputs:
     """Documents prepared for WMD: word rows into ``vectors`` and marginal weights.
 
     ``vectors`` holds only the words some document uses (in embedding-table order);
-    an empty document (no words, or no tf-idf mass) has empty ``indices``/``weights``.
+    an empty document (no words, no tf-idf mass, or only zero vectors under "wrd") has
+    empty ``indices``/``weights``. ``ground_cost`` is the cost between two words:
+    "euclidean" (|u - v|, WMD) or "cosine" (1 - u.v, WRD, whose ``vectors`` are unit
+    directions).
     """
 
     doc_ids: np.ndarray  # int32 [n]
@@ -59,6 +71,7 @@ class WmdInputs:
     indices: tuple[np.ndarray, ...]  # per document: views into flat_indices
     weights: tuple[np.ndarray, ...]  # per document: float64 marginals summing to 1
     twin: np.ndarray  # int64 [n]: equal for documents with identical marginals; -1 if empty
+    ground_cost: str = "euclidean"  # "euclidean" or "cosine", see GROUND_COSTS
 
     @property
     def n(self) -> int:
@@ -81,17 +94,23 @@ class WmdInputs:
 
 
 def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInputs:
-    """Word rows and marginals of every document (``weighting``: "bow" or "tfidf").
+    """Word rows and marginals of every document (``weighting``: "bow", "tfidf" or "wrd").
 
     ``documents``: DOCUMENTS table (n rows, kept in their order); ``embeddings``: a table
     with ``word`` and fixed-size-list ``vector`` columns holding every word of the
-    documents. "bow": L1-normalised counts. "tfidf": counts * ln(N / df) over these
-    documents, L1-normalised; a document whose words all have idf 0 has no mass and is
-    empty. Only words with positive weight are kept. Vectors become float64. A word
-    without a vector, a word listed twice or a non-finite vector is a WmdevalError.
+    documents (and, for "wrd", a ``norm`` column). "bow": L1-normalised counts. "tfidf":
+    counts * ln(N / df) over these documents, L1-normalised; a document whose words all
+    have idf 0 has no mass and is empty. "wrd": counts * ``norm`` (the vector's norm as
+    read, before any normalisation), L1-normalised, and the vectors replaced by their
+    directions vector / |vector|; a word whose vector or norm is 0 has no direction and
+    gets no mass. Only words with positive weight are kept. Vectors become float64. A
+    word without a vector, a word listed twice, a non-finite vector or (for "wrd") a
+    missing, negative or non-finite norm is a WmdevalError.
     """
-    if weighting not in ("bow", "tfidf"):
-        raise ValueError(f"unknown weighting {weighting!r} (expected 'bow' or 'tfidf')")
+    if weighting not in GROUND_COSTS:
+        raise ValueError(
+            f"unknown weighting {weighting!r} (expected one of {', '.join(GROUND_COSTS)})"
+        )
     n = documents.num_rows
     doc_ids = documents.column("doc_id").to_numpy().astype(np.int32)
     words_col = documents.column("words").combine_chunks()
@@ -118,6 +137,8 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
     if weighting == "tfidf":
         df = np.bincount(rows[counts > 0], minlength=len(vocabulary))
         mass = counts * np.log(n / np.maximum(df[rows], 1))
+    elif weighting == "wrd":
+        mass = counts * _wrd_word_mass(embeddings)[rows]
     keep = mass > 0
     rows, mass, doc_of = rows[keep], mass[keep], doc_of[keep]
     total = np.bincount(doc_of, weights=mass, minlength=n)
@@ -129,6 +150,9 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
     vectors = _vector_matrix(embeddings.column("vector"))[used].astype(np.float64)
     if not np.isfinite(vectors).all():
         raise io.WmdevalError("embeddings: a vector has non-finite values")
+    if weighting == "wrd":
+        # every kept word has a non-zero vector (_wrd_word_mass gave the others no mass)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(doc_of, minlength=n), out=offsets[1:])
     indices = tuple(flat_indices[offsets[k] : offsets[k + 1]] for k in range(n))
@@ -143,7 +167,21 @@ def prepare(documents: pa.Table, embeddings: pa.Table, weighting: str) -> WmdInp
         indices=indices,
         weights=marginals,
         twin=_twins(indices, marginals),
+        ground_cost=GROUND_COSTS[weighting],
     )
+
+
+def _wrd_word_mass(embeddings: pa.Table) -> np.ndarray:
+    """WRD's mass per count of each embedding row, float64 [rows]: its ``norm`` column,
+    and 0 where the vector is zero (no direction, so nowhere to put the mass)."""
+    if "norm" not in embeddings.column_names:
+        raise io.WmdevalError("embeddings: WRD needs the `norm` column")
+    norms = embeddings.column("norm").to_numpy(zero_copy_only=False).astype(np.float64)
+    if not (np.isfinite(norms) & (norms >= 0)).all():
+        raise io.WmdevalError("embeddings: a norm is negative or not finite")
+    vectors = _vector_matrix(embeddings.column("vector"))
+    has_direction = np.any(vectors != 0, axis=1)
+    return np.where(has_direction, norms, 0.0)
 
 
 def _check_distinct(
@@ -194,6 +232,7 @@ def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
         indices=tuple(flat[offsets[k] : offsets[k + 1]] for k in range(len(order))),
         weights=tuple(inputs.weights[k] for k in order),
         twin=inputs.twin[order],
+        ground_cost=inputs.ground_cost,
     )
 
 
@@ -202,22 +241,48 @@ def reorder(inputs: WmdInputs, order: np.ndarray) -> WmdInputs:
 
 
 def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    """Euclidean distances between embedding rows, float64 [len(rows_a), len(rows_b)].
+    """Ground costs between embedding rows, float64 [len(rows_a), len(rows_b)].
 
     ``rows_a``, ``rows_b``: integer rows into ``inputs.vectors``, e.g. ``inputs.indices[i]``.
-    Squared-norm expansion |a|^2 + |b|^2 - 2 a.b (one matrix product), clipped at 0
-    before the square root. A word's distance to itself is set to exactly 0: the
-    expansion can leave ~1e-8 there (the square root of a rounding error).
+    Euclidean: squared-norm expansion |a|^2 + |b|^2 - 2 a.b (one matrix product), clipped
+    at 0 before the square root. Cosine: 1 - a.b of unit directions, clipped at 0. A
+    word's cost to itself is set to exactly 0: the expansion can leave ~1e-8 there (the
+    square root of a rounding error).
     """
     rows_a = np.asarray(rows_a)
     rows_b = np.asarray(rows_b)
-    costs = _distances(
+    costs = word_costs(
+        inputs.ground_cost,
         inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
         inputs.sq_norms[rows_a],
         inputs.sq_norms[rows_b],
     )
     costs[rows_a[:, None] == rows_b[None, :]] = 0.0
     return costs
+
+
+def word_costs(
+    ground_cost: str, products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray
+) -> np.ndarray:
+    """Ground costs from the products a.b of word vectors, computed in place in ``products``.
+
+    ``products``: float64 [p, q]; ``sq_a`` [p], ``sq_b`` [q]: the vectors' squared norms
+    (unused for "cosine", whose vectors are unit directions). "euclidean":
+    :func:`_distances`; "cosine": max(1 - a.b, 0). The one place that maps a ground cost
+    to arithmetic, so that exact costs, bounds and the search agree on it.
+    """
+    if ground_cost == "euclidean":
+        return _distances(products, sq_a, sq_b)
+    if ground_cost == "cosine":
+        return _cosine_distances(products)
+    raise ValueError(f"unknown ground cost {ground_cost!r}")
+
+
+def _cosine_distances(products: np.ndarray) -> np.ndarray:
+    """max(1 - a.b, 0) for unit directions, computed in place in ``products``."""
+    d = products
+    np.subtract(1.0, d, out=d)
+    return np.maximum(d, 0.0, out=d)
 
 
 def _distances(products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray) -> np.ndarray:
@@ -234,7 +299,8 @@ def _distances(products: np.ndarray, sq_a: np.ndarray, sq_b: np.ndarray) -> np.n
 
 
 def wmd_pair(inputs: WmdInputs, i: int, j: int) -> float:
-    """Exact WMD of documents i and j (positions in ``inputs``), symmetric.
+    """Exact WMD (or WRD, by ``inputs.ground_cost``) of documents i and j (positions in
+    ``inputs``), symmetric.
 
     NaN if either is empty; exactly 0.0 for documents with identical marginals. A
     network simplex that stops short of optimality is a WmdevalError.
@@ -367,7 +433,7 @@ def _last_document_of_each_word(inputs: WmdInputs) -> np.ndarray:
 
 
 def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distances from the words of document i to the words of the documents after it.
+    """Ground costs from the words of document i to the words of the documents after it.
 
     Returns (costs float64 [u_i, m], column of every vocabulary word in ``costs``, -1
     if absent). One matrix product per row instead of one per pair: less arithmetic,
@@ -379,7 +445,8 @@ def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndar
     later = np.flatnonzero(last_doc > i)
     column = np.full(len(inputs.vectors), -1, dtype=np.int64)
     column[later] = np.arange(len(later))
-    costs = _distances(
+    costs = word_costs(
+        inputs.ground_cost,
         inputs.vectors[rows_i] @ inputs.vectors[later].T,
         inputs.sq_norms[rows_i],
         inputs.sq_norms[later],
