@@ -519,26 +519,6 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
 
 
 # ------------------------------------------------------- bring your own distance
-BYO_MODULE = '''"""A user's document distance: BOW (L1/L1) written plainly, as a user would."""
-
-import numpy as np
-
-
-def bow_l1(documents, embeddings, rows, cols):
-    words = documents.column("words").to_pylist()
-    counts = documents.column("counts").to_pylist()
-    vocabulary = {w: c for c, w in enumerate(sorted({w for ws in words for w in ws}))}
-    bags = np.zeros((len(words), len(vocabulary)))
-    for d, (ws, cs) in enumerate(zip(words, counts)):
-        for w, c in zip(ws, cs):
-            bags[d, vocabulary[w]] = c
-    totals = bags.sum(axis=1, keepdims=True)
-    bags = np.divide(bags, totals, out=np.zeros_like(bags), where=totals > 0)
-    out = np.empty((len(rows), len(cols)))
-    for k, r in enumerate(rows):
-        out[k] = np.abs(bags[cols] - bags[r]).sum(axis=1)
-    return out
-'''
 
 BYO_CONFIG = """
 methods:
@@ -548,7 +528,7 @@ methods:
   matrices:
     wmdcopy: {path: "byo/{dataset}.wmd.parquet"}
   callables:
-    bowl1: {function: "byo_distances:bow_l1", shards: 3}
+    bowl1: {function: "mydistances:bow_l1", shards: 3}
 significance:
   reference: bowl1
 """
@@ -590,7 +570,9 @@ def byo_run(finished_run, tmp_path_factory):
         np.save(byo / f"{dataset}.onehot.npy", bags[order])
         (byo / f"{dataset}.ids.txt").write_text("".join(f"{i}\n" for i in doc_ids[order]))
         shutil.copy(original / "distances" / "wmd.parquet", byo / f"{dataset}.wmd.parquet")
-    (workdir / "byo_distances.py").write_text(BYO_MODULE)
+    # the README's example function, as printed there
+    example = _readme_block("byo-callable").removeprefix("```python").removesuffix("```")
+    (workdir / "mydistances.py").write_text(example)
     (workdir / "byo.yaml").write_text(BYO_CONFIG)
     run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "byo.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
@@ -664,7 +646,7 @@ BAD_INPUTS = {
     ),
     # a function returning the wrong shape
     "callable": (
-        'methods:\n  callables:\n    bad: {function: "byo_distances:wrong_shape"}\n',
+        'methods:\n  callables:\n    bad: {function: "mydistances:wrong_shape"}\n',
         "results/subjects/original/callable_shards/bad/1-of-1.parquet",
     ),
 }
@@ -676,7 +658,7 @@ def test_bad_input_of_your_own_distance_is_one_line_and_leaves_nothing(byo_run, 
 
     workdir = tmp_path / "run"
     workdir.mkdir()
-    for name in ("Snakefile", "byo_distances.py", "toy.tsv", "extra.yaml"):
+    for name in ("Snakefile", "mydistances.py", "toy.tsv", "extra.yaml"):
         shutil.copy(byo_run / name, workdir)
     for name in ("workflow", "config", "envs"):
         shutil.copytree(byo_run / name, workdir / name, symlinks=True)
@@ -695,7 +677,7 @@ def test_bad_input_of_your_own_distance_is_one_line_and_leaves_nothing(byo_run, 
         rows = pa.ListArray.from_arrays(offsets, flat)
         table = pa.table({"doc_id": doc_ids.astype(np.int32), "distances": rows})
     pq.write_table(table, workdir / "byo" / "bad.parquet")
-    with open(workdir / "byo_distances.py", "a") as handle:
+    with open(workdir / "mydistances.py", "a") as handle:
         handle.write("\n\ndef wrong_shape(documents, embeddings, rows, cols):\n")
         handle.write("    return np.zeros((len(rows), len(cols) + 1))\n")
     config, target = BAD_INPUTS[kind]
