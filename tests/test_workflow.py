@@ -832,6 +832,28 @@ def test_readme_demo_tables_are_the_demo_output(finished_run, table):
     )
 
 
+def test_readme_significance_rows_are_the_demo_output(finished_run):
+    """The README's significance rows (subject lines, original, kNN, against BOW (L1/L1))
+    are those the significance job wrote, rendered as its Markdown renders them."""
+    import pyarrow.csv as pcsv
+
+    from wmdeval.analyses import significance
+    from wmdeval.reporting import tables as report
+
+    table = pcsv.read_csv(finished_run / "results" / "tables" / "significance.csv")
+    keep = [
+        (r["dataset"], r["variant"], r["classifier"], r["reference"])
+        == ("subjects", "original", "knn", "BOW (L1/L1)")
+        for r in table.to_pylist()
+    ]
+    header, rows = significance.significance_rows(table.filter(keep))
+    expected = report.markdown_table(rows, header)
+    assert _readme_block("demo-significance") == expected, (
+        "README.md's demo significance rows have drifted; paste this between its markers:\n"
+        + expected
+    )
+
+
 def test_demo_datasets_outputs_are_the_recorded_bytes(finished_run):
     """Every per-dataset output of the demo's corpora (documents, duplicates, vectors, WMD
     blocks and matrices, scores, analyses) has the bytes recorded in

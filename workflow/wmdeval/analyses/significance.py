@@ -635,19 +635,9 @@ def draw_critical_difference(
 # --------------------------------------------------------------------------- report
 
 
-def significance_markdown(
-    table: pa.Table, alpha: float, n_resamples: int, seed: int, level: float | None = None
-) -> str:
-    """The SIGNIFICANCE rows as a readable Markdown table with a caption that says
-    what was tested; significant rows are marked."""
-    level = round(100 * (1 - alpha if level is None else level), 6)
-    caption = (
-        "Exact McNemar test per dataset on the test predictions pooled over folds "
-        "(documents paired on fold and doc_id), Holm-adjusted across the methods compared "
-        f"with each reference; `*`: p (Holm) < {alpha:g}. Difference: error of the method "
-        f"minus error of the reference, in percentage points, with its {level:g}% paired "
-        f"bootstrap percentile interval (B = {n_resamples}, seed {seed})."
-    )
+def significance_rows(table: pa.Table) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the SIGNIFICANCE table as the Markdown shows them: errors and
+    differences in percent, p-values rounded, "*" for a significant row."""
     header = [
         "dataset",
         "variant",
@@ -683,6 +673,23 @@ def significance_markdown(
         ]
         for r in table.to_pylist()
     ]
+    return header, rows
+
+
+def significance_markdown(
+    table: pa.Table, alpha: float, n_resamples: int, seed: int, level: float | None = None
+) -> str:
+    """The SIGNIFICANCE rows as a readable Markdown table with a caption that says
+    what was tested; significant rows are marked."""
+    level = round(100 * (1 - alpha if level is None else level), 6)
+    caption = (
+        "Exact McNemar test per dataset on the test predictions pooled over folds "
+        "(documents paired on fold and doc_id), Holm-adjusted across the methods compared "
+        f"with each reference; `*`: p (Holm) < {alpha:g}. Difference: error of the method "
+        f"minus error of the reference, in percentage points, with its {level:g}% paired "
+        f"bootstrap percentile interval (B = {n_resamples}, seed {seed})."
+    )
+    header, rows = significance_rows(table)
     body = markdown_table(rows, header) if rows else "No comparison: no reference method found."
     return f"# Paired significance tests\n\n{caption}\n\n{body}\n"
 
@@ -769,6 +776,7 @@ __all__ = [
     "draw_critical_difference",
     "draw_message",
     "critical_difference_figure",
+    "significance_rows",
     "significance_markdown",
     "run_significance",
 ]
