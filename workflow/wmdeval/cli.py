@@ -426,6 +426,56 @@ COMMANDS: tuple[Command, ...] = (
             path("--out", "out_path"),
         ),
     ),
+    # 4 distances the user brings (distances/external.py)
+    Command(
+        "callable-shard",
+        "distances.external:run_callable_shard",
+        "compute one shard of rows of a matrix with a user's Python function",
+        (
+            path("--documents", "documents_path"),
+            path("--embeddings", "embeddings_path"),
+            path("--function", "function_spec", "package.module:function"),
+            path("--shard", "shard", "k-of-m (1-based): which rows"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "callable-gather",
+        "distances.external:run_callable_gather",
+        "assemble the shards of a user's function into a distance matrix",
+        (
+            path("--documents", "documents_path"),
+            path("--shards", "shard_paths", "every shard, in shard order", nargs="+"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "vector-matrix",
+        "distances.external:run_vector_matrix",
+        "a distance matrix between the user's document vectors",
+        (
+            path("--documents", "documents_path"),
+            path("--vectors", "vectors_path", "Parquet (doc_id, vector) or .npy [docs, dim]"),
+            path(
+                "--ids",
+                "ids_path",
+                "doc_ids of .npy vectors: .npy integers or one per line",
+                required=False,
+            ),
+            path("--metric", "metric", "cosine, l2 or l1"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "precomputed-matrix",
+        "distances.external:run_precomputed_matrix",
+        "take a variant's rows and columns of the user's precomputed matrix, checked",
+        (
+            path("--documents", "documents_path"),
+            path("--matrix", "matrix_path", "a DISTANCES table over the variant's documents"),
+            path("--out", "out_path"),
+        ),
+    ),
     # 5 classification
     Command(
         "evaluate",
