@@ -370,7 +370,8 @@ def analysis_outputs():
 
 def matrix_job_mem_mb(wildcards, input, attempt):
     """Jobs that hold a variant's distance matrices plus a float64 working block."""
-    return wmd_matrix_job_mem_mb(input.documents, attempt)
+    n_matrices = sum(1 for path in input if "/distances/" in str(path))
+    return wmd_matrix_job_mem_mb(input.documents, attempt, max(n_matrices, 2))
 
 
 def logged(path):

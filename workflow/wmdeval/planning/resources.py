@@ -102,7 +102,15 @@ def gather_mem_mb(documents_path) -> int:
     return int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
 
 
-def matrix_job_mem_mb(documents_path, attempt: int = 1) -> int:
-    """Memory (MB) of a job that holds a variant's distance matrices plus a float64 working
-    block: the gather job's memory and 2000 more, times ``attempt``."""
-    return (gather_mem_mb(documents_path) + 2000) * attempt
+def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> int:
+    """Memory (MB) of a job that holds ``n_matrices`` of a variant's float32 distance
+    matrices plus a float64 working block: the gather job's memory (three matrices' worth)
+    with one more matrix for each beyond two, and 2000 more, times ``attempt``."""
+    extra = 0
+    if n_matrices > 2:
+        try:
+            n = pq.read_metadata(documents_path).num_rows
+        except (OSError, pa.ArrowInvalid):
+            n = 0
+        extra = int(np.ceil(4 * n * n * (n_matrices - 2) / 1e6))
+    return (gather_mem_mb(documents_path) + extra + 2000) * attempt
