@@ -685,7 +685,11 @@ def test_bad_input_of_your_own_distance_is_one_line_and_leaves_nothing(byo_run, 
     run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "bad.yaml", target)
     assert run.returncode != 0
     assert not (workdir / target).exists()
-    logs = list((workdir / "results" / "logs" / "subjects" / "original").rglob("*bad*.log"))
+    logs = [
+        log
+        for log in (workdir / "results" / "logs" / "subjects" / "original").rglob("*.log")
+        if "bad" in log.relative_to(workdir).as_posix()
+    ]
     assert len(logs) == 1, logs
     lines = logs[0].read_text().strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in lines[0], lines

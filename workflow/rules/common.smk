@@ -25,6 +25,7 @@ from wmdeval.planning.resources import (
     search_resources as wmd_search_resources,
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
+    embedding_matrix_runtime,
 )
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing

@@ -114,3 +114,20 @@ def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> 
             n = 0
         extra = int(np.ceil(4 * n * n * (n_matrices - 2) / 1e6))
     return (gather_mem_mb(documents_path) + extra + 2000) * attempt
+
+
+#: Distinct pairs per CPU second of the dense RWMD matrix, measured on 2,000 real reviews
+#: with 50-d vectors by benchmarks/beyond_methods.py (61,587; 300-d vectors cost more).
+RWMD_PAIRS_PER_SECOND = 20_000
+
+
+def embedding_matrix_runtime(documents_path, method: str, attempt: int = 1) -> int:
+    """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take
+    seconds; RWMD 3x the time its measured rate (:data:`RWMD_PAIRS_PER_SECOND`) gives.
+    Doubled per retry; 60 before the documents exist (a dry run)."""
+    try:
+        n = pq.read_metadata(documents_path).num_rows
+    except (OSError, pa.ArrowInvalid):
+        return 60 * attempt
+    seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
+    return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
