@@ -467,26 +467,28 @@ TABLES: tuple[TableSpec, ...] = (
 )
 
 
-def pca_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
-    """The "(<d>-d PCA)" methods with scores for ``variant`` and ``classifier``, by d."""
+def _scored_methods(
+    scores: pa.Table, variant: str, classifier: str, wanted: Callable[[str], object]
+) -> list[str]:
+    """The methods ``wanted`` accepts that have scores for ``variant`` and ``classifier``,
+    in table order."""
     columns = [scores.column(n).to_pylist() for n in ("variant", "classifier", "method")]
     found = {
         method
         for var, clf, method in zip(*columns, strict=True)
-        if var == variant and clf == classifier and parse_pca_method(method)
+        if var == variant and clf == classifier and wanted(method)
     }
     return sorted(found, key=method_sort_key)
+
+
+def pca_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
+    """The "(<d>-d PCA)" methods with scores for ``variant`` and ``classifier``, by d."""
+    return _scored_methods(scores, variant, classifier, parse_pca_method)
 
 
 def beyond_paper_methods(scores: pa.Table, variant: str, classifier: str) -> list[str]:
     """The methods beyond the paper with scores for ``variant`` and ``classifier``."""
-    columns = [scores.column(n).to_pylist() for n in ("variant", "classifier", "method")]
-    found = {
-        method
-        for var, clf, method in zip(*columns, strict=True)
-        if var == variant and clf == classifier and beyond_paper(method)
-    }
-    return sorted(found, key=method_sort_key)
+    return _scored_methods(scores, variant, classifier, beyond_paper)
 
 
 def table_methods(spec: TableSpec, scores: pa.Table) -> tuple[str, ...]:
