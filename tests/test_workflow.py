@@ -682,7 +682,8 @@ def test_bad_input_of_your_own_distance_is_one_line_and_leaves_nothing(byo_run, 
         handle.write("    return np.zeros((len(rows), len(cols) + 1))\n")
     config, target = BAD_INPUTS[kind]
     (workdir / "bad.yaml").write_text(config)
-    run = snakemake(workdir, "--configfile", "config/config.yaml", "extra.yaml", "bad.yaml", target)
+    # the target first: --configfile takes every name after it
+    run = snakemake(workdir, target, "--configfile", "config/config.yaml", "extra.yaml", "bad.yaml")
     assert run.returncode != 0
     assert not (workdir / target).exists()
     logs = [

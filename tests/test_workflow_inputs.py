@@ -22,7 +22,7 @@ import pytest
 import yaml
 from scipy.io import savemat
 
-from wmdeval.core.methods import METHODS
+from wmdeval.core.methods import BEYOND_METHODS, METHODS
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
@@ -194,8 +194,10 @@ def test_all_three_inputs_reach_the_scores(real_inputs_run):
     for dataset, n_folds in folds.items():
         for variant in ("original", "clean"):
             rows = [r for r in scores if r["dataset"] == dataset and r["variant"] == variant]
-            # the 14 methods and WMD on 5-d PCA embeddings (pca_dims: [5] of the default)
-            assert len(rows) == (len(METHODS) + 1) * 2 * n_folds, (dataset, variant)
+            # the 14 methods, WMD on 5-d PCA embeddings (pca_dims: [5] of the default) and
+            # the four methods beyond the paper the default config switches on
+            n_methods = len(METHODS) + 1 + len(BEYOND_METHODS)
+            assert len(rows) == n_methods * 2 * n_folds, (dataset, variant)
     # the topics are separable: WMD does far better than chance everywhere
     for dataset in folds:
         errors = [
