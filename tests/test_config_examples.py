@@ -79,3 +79,29 @@ def test_documented_config_override_plans(workflow_copy, document, entries):
     )
     assert run.returncode == 0, f"{document}: {shlex.join(entries)}\n{run.stderr[-3000:]}"
     assert "This was a dry-run" in run.stdout + run.stderr
+
+
+def methods_examples() -> list[str]:
+    """The README's YAML examples of `methods:` (Bring your own distance)."""
+    blocks = re.findall(r"^```yaml\n(.*?)^```", (REPO / "README.md").read_text(), re.S | re.M)
+    return [block for block in blocks if block.startswith("methods:")]
+
+
+def test_readme_has_a_methods_example_of_each_kind():
+    import yaml
+
+    kinds = {kind for block in methods_examples() for kind in yaml.safe_load(block)["methods"]}
+    assert kinds == {"vectors", "matrices", "callables"}
+
+
+@pytest.mark.parametrize("block", methods_examples())
+def test_readme_methods_example_is_a_valid_config(block):
+    """Each example, added to the demo config, passes the schema and the method checks."""
+    import yaml
+
+    from wmdeval.core import config
+
+    merged = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for key, value in yaml.safe_load(block).items():
+        merged[key] = {**merged.get(key, {}), **value}
+    config.validate(merged, source="README example")
