@@ -349,6 +349,7 @@ def vector_distance_matrix(
     naming ``source``.
     """
     _check_metric(metric)
+    doc_ids = np.asarray(doc_ids)
     index = _rows_by_id(doc_ids, vec_ids, source, "vector")
     x = np.asarray(vectors, dtype=np.float64)[index]
     if np.isinf(x).any():
