@@ -11,10 +11,8 @@ from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
-    METHODS,
     TRANSPORT_WEIGHTING,
     WMD,
-    WMD_TFIDF,
     configured_methods,
     method_by_slug,
     pca_method_name,
@@ -163,9 +161,6 @@ WMD_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind == "transport"] + [
 DENSE_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind in ("matrix", "callable")]
 # What the classifier-free analyses compare: every method but PCA WMD.
 ANALYSIS_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.is_wmd]
-EMBEDDING_MATRIX_SLUGS = [
-    m.slug for m in RUN_METHOD_LIST if m.kind == "matrix" and m.paper is False
-]
 VECTOR_METHODS = config["methods"]["vectors"]
 MATRIX_METHODS = config["methods"]["matrices"]
 CALLABLE_METHODS = config["methods"]["callables"]
@@ -465,7 +460,6 @@ def variant_inputs(wildcards):
 # so the job reruns when it changes, and checked by the job, which writes nothing when
 # its input lacks a combination or holds one this run does not cover.
 CLASSIFIERS = ["knn", "wknn"]
-PAPER_METHODS = [method.name for method in METHODS]
 ANALYSIS_METHODS = [method.name for method in RUN_METHOD_LIST]
 RUN_METHODS = ANALYSIS_METHODS + [pca_method_name(WMD.name, dim) for dim in PCA_DIMS]
 ALLWORDS_DATASETS = (
