@@ -11,7 +11,6 @@ from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
-    TRANSPORT_WEIGHTING,
     WMD,
     configured_methods,
     method_by_slug,
@@ -168,7 +167,7 @@ CALLABLE_METHODS = config["methods"]["callables"]
 
 def transport_weighting(wildcards):
     """--weighting of a transport method's jobs: bow, tfidf (WMD-TF-IDF) or wrd."""
-    return TRANSPORT_WEIGHTING.get(wildcards.method, "bow")
+    return method_by_slug(wildcards.method).weighting
 
 
 def wmd_matrix(dataset, variant, slug):

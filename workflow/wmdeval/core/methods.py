@@ -5,6 +5,7 @@ matrix, a Python callable; their slugs carry their config names)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 NORMALISATIONS = ("None", "L1", "L2")
@@ -79,8 +80,6 @@ COSINE_MEAN = Method(
 )
 BEYOND_METHODS: tuple[Method, ...] = (WCD, RWMD, WRD, COSINE_MEAN)
 BUILTIN_METHODS = METHODS + BEYOND_METHODS
-#: transport methods besides WMD, WMD-TF-IDF and PCA WMD (solved by the same rules)
-TRANSPORT_WEIGHTING = {"wmd": "bow", "wmd-tfidf": "tfidf", "wrd": "wrd"}
 
 BY_SLUG = {m.slug: m for m in BUILTIN_METHODS}
 BY_NAME = {m.name: m for m in BUILTIN_METHODS}
@@ -171,13 +170,33 @@ def method_by_slug(slug: str) -> Method:
     raise KeyError(f"unknown method {slug!r}")
 
 
-def method_order(method: Method) -> tuple:
-    """Sort key of the table order: the paper's 14, PCA WMD by dimension, the built-in
-    methods beyond the paper, then users' methods by name."""
-    if method in METHODS:
-        return (0, METHODS.index(method), "")
-    if method.slug.startswith("wmd-pca"):
-        return (1, int(method.slug[len("wmd-pca") :]), "")
-    if method in BEYOND_METHODS:
-        return (2, BEYOND_METHODS.index(method), "")
-    return (3, 0, method.name)
+#: "WMD (5-d PCA)": a WMD method on word vectors projected to 5 dimensions (Table 8).
+_PCA_METHOD = re.compile(r"^(?P<base>.+) \((?P<dim>[0-9]+)-d PCA\)$")
+
+
+def parse_pca_method(name: str) -> tuple[str, int] | None:
+    """(base method, dimension) of a "(<d>-d PCA)" method name, None for any other name."""
+    match = _PCA_METHOD.match(name)
+    return (match["base"], int(match["dim"])) if match else None
+
+
+def name_order(name: str) -> tuple:
+    """Sort key of a method name in table order: Table 2 order for the paper's 14; then
+    the PCA methods by dimension (and by their base method's Table 2 order); then the
+    built-in methods beyond the paper in their order (WCD, RWMD, WRD, cosine); then any
+    other name (users' methods) alphabetically. Tables and a variant's methods both
+    sort by it.
+
+    A plain alphabetical order would put "WMD (10-d PCA)" before "WMD (5-d PCA)".
+    """
+    paper = [m.name for m in METHODS]
+    if name in paper:
+        return (0, paper.index(name), 0, name)
+    pca = parse_pca_method(name)
+    if pca is not None:
+        base, dim = pca
+        return (1, dim, paper.index(base) if base in paper else len(paper), name)
+    beyond = [m.name for m in BEYOND_METHODS]
+    if name in beyond:
+        return (2, beyond.index(name), 0, name)
+    return (3, 0, 0, name)

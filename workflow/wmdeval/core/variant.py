@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .io import WmdevalError
-from .methods import METHODS, Method, method_by_slug, method_order
+from .methods import METHODS, Method, method_by_slug, name_order
 
 log = logging.getLogger("wmdeval.core.variant")
 
@@ -437,11 +437,12 @@ class Variant:
 
     @property
     def methods(self) -> tuple[Method, ...]:
-        """Methods with distances, in table order (:func:`method_order`): every baseline
+        """Methods with distances, in table order (:func:`name_order`): every baseline
         and the other methods given distances (WMD, WMD-TF-IDF, WMD on PCA embeddings
         by dimension, the built-in methods beyond the paper, users' methods by name)."""
         held = [method_by_slug(slug) for slug in self.wmd]
-        return tuple(sorted([*(m for m in METHODS if not m.is_wmd), *held], key=method_order))
+        methods = [*(m for m in METHODS if not m.is_wmd), *held]
+        return tuple(sorted(methods, key=lambda m: name_order(m.name)))
 
     def empty(self, method: Method) -> np.ndarray:
         """bool per document: no defined distance under ``method``. Documents without

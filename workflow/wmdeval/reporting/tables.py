@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io as stdio
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ BEST_NOTE = "`*` marks the lowest mean error in each column (and the lowest rel.
 VARIANT_ORDER = ("original", "clean")
 CLASSIFIER_ORDER = ("knn", "wknn")
 METHOD_NAMES = tuple(m.name for m in methods_module.METHODS)
-BEYOND_NAMES = tuple(m.name for m in methods_module.BEYOND_METHODS)
 
 # Means closer than this (in percent) count as a tie for the best-row marker: equal
 # error counts can differ in the last bits after averaging folds in another order.
@@ -50,33 +48,9 @@ def _rank(order: Sequence[str], value: str) -> tuple[int, str]:
     return (order.index(value), "") if value in order else (len(order), value)
 
 
-#: "WMD (5-d PCA)": a WMD method on word vectors projected to 5 dimensions (Table 8).
-_PCA_METHOD = re.compile(r"^(?P<base>.+) \((?P<dim>[0-9]+)-d PCA\)$")
-
-
-def parse_pca_method(name: str) -> tuple[str, int] | None:
-    """(base method, dimension) of a "(<d>-d PCA)" method name, None for any other name."""
-    match = _PCA_METHOD.match(name)
-    return (match["base"], int(match["dim"])) if match else None
-
-
-def method_sort_key(name: str) -> tuple:
-    """Table 2 order for the 14 known methods; then the PCA methods by dimension (and
-    by their base method's Table 2 order); then the built-in methods beyond the paper in
-    their order (WCD, RWMD, WRD, cosine); then any other name (users' methods)
-    alphabetically.
-
-    A plain alphabetical order would put "WMD (10-d PCA)" before "WMD (5-d PCA)".
-    """
-    if name in METHOD_NAMES:
-        return (0, METHOD_NAMES.index(name), (0, ""), name)
-    pca = parse_pca_method(name)
-    if pca is not None:
-        base, dim = pca
-        return (1, dim, _rank(METHOD_NAMES, base), name)
-    if name in BEYOND_NAMES:
-        return (2, BEYOND_NAMES.index(name), (0, ""), name)
-    return (3, 0, (0, ""), name)
+# The table order of method names, and "(<d>-d PCA)" names, are those of core.methods.
+method_sort_key = methods_module.name_order
+parse_pca_method = methods_module.parse_pca_method
 
 
 def beyond_paper(name: str) -> bool:
