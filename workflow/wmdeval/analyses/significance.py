@@ -16,7 +16,6 @@ import os
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -708,22 +707,6 @@ def critical_difference_figure(result: CriticalDifference) -> Figure:
     )
 
 
-def _save_figure(fig: Figure, out_png: str | os.PathLike, out_svg: str | os.PathLike) -> None:
-    """PNG and SVG of ``fig``, each atomically, with the shared reproducible settings."""
-    import matplotlib
-
-    from ..reporting.figures import _RC, save_figure
-
-    out_png, out_svg = Path(out_png), Path(out_svg)
-    if out_svg == out_png.with_suffix(".svg"):
-        save_figure(fig, out_png, svg=True)
-        return
-    save_figure(fig, out_png, svg=False)
-    # The SVG lives elsewhere: the same settings as save_figure uses for its own SVG.
-    with matplotlib.rc_context(_RC), io.atomic_path(out_svg) as tmp:
-        fig.savefig(tmp, format="svg", metadata={"Date": None, "Creator": None})
-
-
 def run_significance(
     predictions_path: str | os.PathLike,
     out_csv: str | os.PathLike,
@@ -754,7 +737,9 @@ def run_significance(
     )
     io.write_csv(out_csv, table)
     io.write_text(out_md, markdown)
-    _save_figure(figure, out_png, out_svg)
+    from ..reporting.figures import save_figure  # matplotlib: loaded only to draw
+
+    save_figure(figure, out_png, svg=out_svg)
     return table
 
 

@@ -51,13 +51,17 @@ _BOW_COLOUR, _TFIDF_COLOUR, _WMD_COLOUR = "#4C72B0", "#DD8452", "#55A868"
 
 
 def save_figure(
-    fig: Figure, out_png: str | os.PathLike, svg: bool = True
+    fig: Figure, out_png: str | os.PathLike, svg: bool | str | os.PathLike = True
 ) -> tuple[Path, Path | None]:
-    """Save ``fig`` as ``out_png`` and (``svg``) as the .svg next to it, atomically,
-    reproducibly. The paper's figures come as both; the analyses' only as PNG (an SVG of
-    hundreds of lines costs as much as the analysis itself)."""
+    """Save ``fig`` as ``out_png`` and (``svg``) as the .svg next to it, or at the path
+    ``svg`` names, atomically, reproducibly. The paper's figures come as both; the
+    analyses' only as PNG (an SVG of hundreds of lines costs as much as the analysis
+    itself)."""
     out_png = Path(out_png)
-    out_svg = out_png.with_suffix(".svg") if svg else None
+    if isinstance(svg, bool):
+        out_svg = out_png.with_suffix(".svg") if svg else None
+    else:
+        out_svg = Path(svg)
     FigureCanvasAgg(fig)
     with matplotlib.rc_context(_RC):
         with atomic_path(out_png) as tmp:
