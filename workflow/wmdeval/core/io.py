@@ -115,6 +115,18 @@ def read_distances(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     return doc_ids, values.reshape(n, n)
 
 
+def read_embeddings(
+    path: str | os.PathLike, required: tuple[str, ...] = ("word", "vector")
+) -> pa.Table:
+    """An embeddings table (``schemas.embeddings_schema``) with at least the ``required``
+    columns."""
+    table = read_table(path)
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
+    return table
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file (a table as Markdown, a report) atomically."""
     with atomic_path(path) as tmp:

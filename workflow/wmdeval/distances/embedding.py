@@ -29,7 +29,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from ..core import io
 from .wmd import bounds
-from .wmd.blocks import _log_empty, _read_embeddings
+from .wmd.blocks import _log_empty
 from .wmd.solver import WmdInputs, _blas, prepare
 
 LOG = logging.getLogger("wmdeval.distances.embedding")
@@ -189,7 +189,7 @@ def run_embedding_matrix(
     doc_ids = documents.column("doc_id").to_numpy()
     if np.any(np.diff(doc_ids) == 0):
         raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
-    inputs = prepare(documents, _read_embeddings(embeddings_path), "bow")
+    inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
     _log_empty(documents, inputs)
     matrix = embedding_matrix(inputs, method, threads)
     LOG.info(

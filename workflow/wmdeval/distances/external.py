@@ -548,14 +548,6 @@ def shard_rows(n: int, shard: str) -> tuple[int, int]:
     return (k - 1) * n // m, k * n // m
 
 
-def _read_embeddings(path) -> pa.Table:
-    table = io.read_table(path)
-    missing = [c for c in ("word", "vector", "norm") if c not in table.column_names]
-    if missing:
-        raise io.WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
-    return table.select(["word", "vector", "norm"])
-
-
 def _distance_rows(row_ids: np.ndarray, block: np.ndarray, metadata: dict[str, str]) -> pa.Table:
     """Rows of a DISTANCES table: doc_id of each row and its distances as float32."""
     n_cols = block.shape[1]
@@ -584,7 +576,8 @@ def run_callable_shard(documents_path, embeddings_path, function_spec, shard, ou
     _parse_shard(shard)
     function = load_callable(function_spec)
     documents = _sorted_documents(documents_path)
-    embeddings = _read_embeddings(embeddings_path)
+    columns = ("word", "vector", "norm")
+    embeddings = io.read_embeddings(embeddings_path, columns).select(list(columns))
     n = documents.num_rows
     start, stop = shard_rows(n, shard)
     doc_ids = documents.column("doc_id").to_numpy()

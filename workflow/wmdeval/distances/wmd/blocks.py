@@ -11,7 +11,6 @@ Stored pairs are positions in the documents' own order, whatever the solve order
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 
@@ -121,14 +120,6 @@ def submatrix(doc_ids: np.ndarray, matrix: np.ndarray, keep_ids: np.ndarray) -> 
 # Run functions (file I/O at the edge)
 
 
-def _read_embeddings(path: str | os.PathLike) -> pa.Table:
-    table = io.read_table(path)
-    missing = [c for c in ("word", "vector") if c not in table.column_names]
-    if missing:
-        raise io.WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
-    return table
-
-
 def _read_solve_order(doc_ids: np.ndarray, splits_path) -> tuple[np.ndarray, int]:
     splits = io.read_splits(splits_path) if splits_path else None
     return solve_order(doc_ids, splits)
@@ -157,7 +148,7 @@ def run_block(
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
     documents = io.read_documents(documents_path)
-    inputs = prepare(documents, _read_embeddings(embeddings_path), weighting)
+    inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
     order, n_rows = _read_solve_order(inputs.doc_ids, splits_path)
     ordered = reorder(inputs, order)

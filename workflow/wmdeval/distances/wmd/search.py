@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
-from .blocks import _log_empty, _read_embeddings
+from .blocks import _log_empty
 from .bounds import LowerBounds, safety_margin
 from .pairs import document_work, solve_order
 from .solver import WmdInputs, _blas, prepare, wmd_pair
@@ -325,7 +325,7 @@ def run_search(
         # positions are both the tie rule's order and the full mode's solve order
         raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
     splits = io.read_splits(splits_path)
-    inputs = prepare(documents, _read_embeddings(embeddings_path), weighting)
+    inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
     order, _ = solve_order(inputs.doc_ids, splits if train_first else None)
     rank = np.empty(inputs.n, dtype=np.int64)
