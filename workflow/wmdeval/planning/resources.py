@@ -90,30 +90,33 @@ def search_resources(
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
+def _n_documents(documents_path) -> int | None:
+    """Rows of a documents file; None before it exists (a dry run) or if not Parquet."""
+    try:
+        return pq.read_metadata(documents_path).num_rows
+    except (OSError, pa.ArrowInvalid):
+        return None
+
+
 def gather_mem_mb(documents_path) -> int:
     """Memory (MB) of the gather job: the float32 n x n matrix about three times over.
 
     2000 before the documents exist (a dry run) or when the file is not Parquet.
     """
-    try:
-        n = pq.read_metadata(documents_path).num_rows
-    except (OSError, pa.ArrowInvalid):
-        return 2000
-    return int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
+    return _gather_mb(_n_documents(documents_path))
+
+
+def _gather_mb(n: int | None) -> int:
+    return 2000 if n is None else int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
 
 
 def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> int:
     """Memory (MB) of a job that holds ``n_matrices`` of a variant's float32 distance
     matrices plus a float64 working block: the gather job's memory (three matrices' worth)
     with one more matrix for each beyond two, and 2000 more, times ``attempt``."""
-    extra = 0
-    if n_matrices > 2:
-        try:
-            n = pq.read_metadata(documents_path).num_rows
-        except (OSError, pa.ArrowInvalid):
-            n = 0
-        extra = int(np.ceil(4 * n * n * (n_matrices - 2) / 1e6))
-    return (gather_mem_mb(documents_path) + extra + 2000) * attempt
+    n = _n_documents(documents_path)
+    extra = int(np.ceil(4 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
+    return (_gather_mb(n) + extra + 2000) * attempt
 
 
 #: Distinct pairs per CPU second of the dense RWMD matrix, measured on 2,000 real reviews
@@ -125,9 +128,8 @@ def embedding_matrix_runtime(documents_path, method: str, attempt: int = 1) -> i
     """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take
     seconds; RWMD 3x the time its measured rate (:data:`RWMD_PAIRS_PER_SECOND`) gives.
     Doubled per retry; 60 before the documents exist (a dry run)."""
-    try:
-        n = pq.read_metadata(documents_path).num_rows
-    except (OSError, pa.ArrowInvalid):
+    n = _n_documents(documents_path)
+    if n is None:
         return 60 * attempt
     seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
     return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
