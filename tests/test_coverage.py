@@ -337,6 +337,24 @@ def test_a_missing_local_file_is_one_line_naming_the_key(tmp_path, monkeypatch):
     wconfig.missing_local_files(_config(there={"format": "kusner-mat", "path": "there.mat"}))
 
 
+def test_users_files_of_every_selected_dataset_are_local_files():
+    """methods.vectors / methods.matrices files, "{dataset}" replaced, for every dataset
+    of the run, a .mat dataset (without `embeddings`) included."""
+    config = _config(
+        reviews={"format": "table", "path": "r.tsv", "embeddings": "vec"},
+        mat={"format": "kusner-mat", "path": "m.mat"},
+    )
+    config["methods"] = {
+        "vectors": {"sbert": {"path": "v/{dataset}.npy", "ids": "v/{dataset}.ids"}},
+        "matrices": {"mine": {"path": "m/{dataset}.parquet"}},
+    }
+    found = dict(wconfig.local_files(config))
+    for dataset in ("reviews", "mat"):
+        assert found[f"methods.vectors.sbert.path ({dataset})"] == f"v/{dataset}.npy"
+        assert found[f"methods.vectors.sbert.ids ({dataset})"] == f"v/{dataset}.ids"
+        assert found[f"methods.matrices.mine.path ({dataset})"] == f"m/{dataset}.parquet"
+
+
 def test_the_tables_job_writes_exactly_the_files_its_rule_declares(tmp_path):
     """report.smk's outputs are the package's TABLES (a .csv and a .md each): every file
     run_tables writes is declared, and every declared file is written."""

@@ -310,17 +310,10 @@ def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(stopwords, str) and stopwords not in _NAMED_STOPWORDS:
             found.setdefault(f"datasets.{name}.stopwords", stopwords)
 
+    methods = config.get("methods") or {}
     for name in selected_datasets(config):
         dataset_files(name)
-        embedding = datasets[name].get("embeddings")
-        if embedding is None:
-            continue
-        spec = embeddings[embedding]
-        if "path" in spec:
-            found.setdefault(f"embeddings.{embedding}.path", spec["path"])
-        for trained_on in spec.get("train_on") or []:
-            dataset_files(trained_on)
-        methods = config.get("methods") or {}
+        # users' per-dataset files, for every dataset (a .mat one has no `embeddings`)
         for kind in ("vectors", "matrices"):
             for method, method_spec in (methods.get(kind) or {}).items():
                 for key in ("path", "ids"):
@@ -329,6 +322,14 @@ def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
                             f"methods.{kind}.{method}.{key} ({name})",
                             dataset_path(method_spec[key], name),
                         )
+        embedding = datasets[name].get("embeddings")
+        if embedding is None:
+            continue
+        spec = embeddings[embedding]
+        if "path" in spec:
+            found.setdefault(f"embeddings.{embedding}.path", spec["path"])
+        for trained_on in spec.get("train_on") or []:
+            dataset_files(trained_on)
     return list(found.items())
 
 
