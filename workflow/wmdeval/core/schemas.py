@@ -271,7 +271,7 @@ WMD_VS_BOW = pa.schema(
 
 # Written by significance.py
 
-#: ``results/significance.csv``: one row per dataset x variant x classifier x reference
+#: ``results/tables/significance.csv``: one row per dataset x variant x classifier x reference
 #: method x other method, the paired comparison of their test predictions pooled over folds.
 SIGNIFICANCE = pa.schema(
     [
@@ -297,8 +297,8 @@ SIGNIFICANCE = pa.schema(
         _field(
             "ci_low",
             pa.float64(),
-            "lower end of the paired bootstrap percentile interval (level 1 - alpha) "
-            "of `difference`",
+            "lower end of the paired bootstrap percentile interval of `difference` "
+            "(level: significance.level of the config)",
         ),
         _field("ci_high", pa.float64(), "upper end of that interval"),
     ]

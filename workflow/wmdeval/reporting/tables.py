@@ -631,8 +631,7 @@ def run_tables(
         if alpha is None:
             raise WmdevalError(f"{significance_path}: given without its significance level")
         significance = pacsv.read_csv(significance_path)
-        missing = {"dataset", "variant", "classifier", "method", "reference", "significant"}
-        missing -= set(significance.column_names)
+        missing = set(schemas.SIGNIFICANCE.names) - set(significance.column_names)
         if missing:
             raise WmdevalError(f"{significance_path}: no column(s) {', '.join(sorted(missing))}")
     out_dir = Path(out_dir)
