@@ -11,6 +11,7 @@ from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
+    BEYOND_METHODS,
     WMD,
     configured_methods,
     method_by_slug,
@@ -160,6 +161,8 @@ WMD_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind == "transport"] + [
 DENSE_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind in ("matrix", "callable")]
 # What the classifier-free analyses compare: every method but PCA WMD.
 ANALYSIS_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.is_wmd]
+# The built-in methods computed as one matrix by `embedding_matrix` (WCD, RWMD, cosine).
+EMBEDDING_MATRIX_SLUGS = [m.slug for m in BEYOND_METHODS if m.kind == "matrix"]
 VECTOR_METHODS = config["methods"]["vectors"]
 MATRIX_METHODS = config["methods"]["matrices"]
 CALLABLE_METHODS = config["methods"]["callables"]
@@ -412,7 +415,7 @@ wildcard_constraints:
     download=names_regex(DOWNLOADS),
     method="wmd|wmd-tfidf|wrd|wmd-pca[0-9]+",
     # dense methods: built-in ones and users' (vectors-<name>-<metric>, matrix-, callable-)
-    embedding_method="wcd|rwmd|cosine-mean",
+    embedding_method=names_regex(EMBEDDING_MATRIX_SLUGS),
     vectors=names_regex(VECTOR_METHODS),
     vector_metric="cosine|l2|l1",
     user_matrix=names_regex(MATRIX_METHODS),

@@ -28,14 +28,16 @@ import scipy.sparse as sp
 from scipy.spatial.distance import pdist, squareform
 
 from ..core import io
+from ..core.methods import BEYOND_METHODS
 from .wmd import bounds
 from .wmd.blocks import _log_empty
 from .wmd.solver import WmdInputs, _blas, prepare
 
 LOG = logging.getLogger("wmdeval.distances.embedding")
 
-#: Method names of :func:`embedding_matrix` (and of ``wmdeval embedding-matrix --method``).
-METHODS = ("wcd", "rwmd", "cosine-mean")
+#: Method slugs of :func:`embedding_matrix` (and of ``wmdeval embedding-matrix --method``):
+#: the built-in methods computed as one full matrix.
+METHODS = tuple(m.slug for m in BEYOND_METHODS if m.kind == "matrix")
 
 #: Documents whose RWMD rows are computed together (memory: this x n x 8 B per thread,
 #: plus the word-cost working matrix of bounds.MAX_ENTRIES entries).
