@@ -45,13 +45,12 @@ SPLITS = pa.schema(
 #: only words of the corpus that the embedding knows, sorted by word. float32, as the
 #: embedding files hold them; the PCA projections of Table 8 (``vectors/pca<dim>.parquet``)
 #: are float64 (``value_type``), computed values that WMD must see unrounded.
-def embeddings_schema(dim: int, value_type: pa.DataType = pa.float32()) -> pa.Schema:
+def embeddings_schema(dim: int, value_type: pa.DataType | None = None) -> pa.Schema:
+    value_type = pa.float32() if value_type is None else value_type
     return pa.schema(
         [
             _field("word", pa.string(), "the word"),
-            _field(
-                "vector", pa.list_(value_type, dim), "embedding (L2-normalised if configured)"
-            ),
+            _field("vector", pa.list_(value_type, dim), "embedding (L2-normalised if configured)"),
             _field("norm", value_type, "L2 norm of the vector as read, before normalisation"),
         ]
     )
