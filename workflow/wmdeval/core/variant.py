@@ -91,8 +91,9 @@ def tie_key(values: np.ndarray | float) -> np.ndarray:
     """
     x = np.asarray(values, dtype=np.float64)
     mantissa, exponent = np.frexp(x)  # x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
-    key = np.ldexp(np.round(np.ldexp(mantissa, TIE_BITS)), exponent - TIE_BITS)
-    # Rounding up the largest finite doubles would give inf, which ranks as "undefined".
+    with np.errstate(over="ignore"):
+        key = np.ldexp(np.round(np.ldexp(mantissa, TIE_BITS)), exponent - TIE_BITS)
+    # Rounding up the largest finite doubles gives inf, which would rank as "undefined".
     finite_max = np.finfo(np.float64).max
     key = np.where(np.isfinite(x), np.clip(key, -finite_max, finite_max), x)
     return key + 0.0
