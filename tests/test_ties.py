@@ -334,3 +334,15 @@ def test_tied_neighbours_weigh_the_same_in_the_weighted_vote(monkeypatch):
         assert knn.wknn_vote(neighbours, y_train, gamma)[0].tolist() == [0]
     no_rule(monkeypatch)
     assert knn.wknn_vote(neighbours, y_train, 0.005)[0].tolist() == [1]
+
+
+def test_figure4_nearest_pairs_follow_the_rule(monkeypatch):
+    from wmdeval.reporting import figures
+
+    matrix = np.array([[0.0, 0.1 + 0.2, 0.3], [0.1 + 0.2, 0.0, 0.4], [0.3, 0.4, 0.0]])
+    pairs = figures.nearest_neighbour_pairs(matrix, np.array([0]), np.array([0, 1, 2]))
+    assert pairs.tolist() == [[0, 1]]
+    monkeypatch.setattr(figures, "rank_neighbours", lambda d, k: np.nanargmin(d, axis=1)[:, None])
+    assert figures.nearest_neighbour_pairs(matrix, np.array([0]), np.array([0, 1, 2])).tolist() == [
+        [0, 2]
+    ]
