@@ -199,7 +199,7 @@ def test_rank_groups_are_maximal_runs_closer_than_cd():
 # --------------------------------------------------------------------------- predictions
 
 
-def prediction_rows(dataset, method, correct, variant="original", classifier="knn", folds=2):
+def prediction_rows(dataset, method, correct, variant="original", classifier="knn", folds=1):
     """PREDICTIONS rows of one method: documents split evenly over the folds; a False in
     ``correct`` is a wrong label, None in ``correct`` a missing prediction (an error)."""
     per_fold = len(correct) // folds
@@ -254,8 +254,9 @@ def test_significance_table_by_hand():
     assert wmd["error"] == 0.0 and wcd["error"] == pytest.approx(0.8)
     assert wmd["reference_error"] == pytest.approx(0.3)
     assert wmd["difference"] == pytest.approx(-0.3) and wcd["difference"] == pytest.approx(0.5)
-    assert wmd["p_mcnemar"] == pytest.approx(2 / 8)  # 2 P(X <= 0), X ~ Bin(3, 1/2)
-    assert wcd["p_mcnemar"] == pytest.approx(2 / 32)
+    assert (wmd["test"], wmd["folds"]) == (sig.MCNEMAR, 1)  # one split: McNemar
+    assert wmd["p_value"] == pytest.approx(2 / 8)  # 2 P(X <= 0), X ~ Bin(3, 1/2)
+    assert wcd["p_value"] == pytest.approx(2 / 32)
     # Holm: 0.0625 * 2 = 0.125, then max(0.125, 0.25 * 1) = 0.25.
     assert wcd["p_holm"] == pytest.approx(0.125) and wmd["p_holm"] == pytest.approx(0.25)
     assert wcd["significant"] and not wmd["significant"]
@@ -413,11 +414,50 @@ def test_diagram_joins_methods_closer_than_cd():
 # --------------------------------------------------------------------------- run
 
 
+def write_splits(tmp_path, predictions: pa.Table) -> dict[str, str]:
+    """A SPLITS file per dataset variant of ``predictions``: each fold's test documents are
+    those predicted there; 7 training documents per 3 test documents."""
+    paths = {}
+    rows = predictions.to_pylist()
+    for dataset, variant in sorted({(r["dataset"], r["variant"]) for r in rows}):
+        tests = sorted(
+            {
+                (r["fold"], r["doc_id"])
+                for r in rows
+                if (r["dataset"], r["variant"]) == (dataset, variant)
+            }
+        )
+        folds = sorted({f for f, _ in tests})
+        fold, doc_id, subset = [], [], []
+        for f in folds:
+            test = [d for g, d in tests if g == f]
+            train = [10_000 + i for i in range(round(len(test) * 7 / 3))]
+            fold += [f] * (len(test) + len(train))
+            doc_id += test + train
+            subset += ["test"] * len(test) + ["train"] * len(train)
+        path = tmp_path / "splits" / dataset / variant / "splits.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        io.write_table(ingest_splits_table(fold, doc_id, subset), path, schemas.SPLITS)
+        paths[f"{dataset}/{variant}"] = str(path)
+    return paths
+
+
+def ingest_splits_table(fold, doc_id, subset) -> pa.Table:
+    return pa.table(
+        {
+            "fold": pa.array(fold, pa.int16()),
+            "doc_id": pa.array(doc_id, pa.int32()),
+            "subset": pa.array(subset, pa.string()),
+        }
+    )
+
+
 def run(tmp_path, predictions: pa.Table, out="out", **overrides):
     source = tmp_path / "predictions.parquet"
     io.write_table(predictions, source, schemas.PREDICTIONS)
     paths = {
         "out_csv": tmp_path / out / "significance.csv",
+        "out_datasets_csv": tmp_path / out / "significance_datasets.csv",
         "out_md": tmp_path / out / "significance.md",
         "out_png": tmp_path / out / "cd.png",
         "out_svg": tmp_path / out / "figures" / "cd.svg",
@@ -429,6 +469,8 @@ def run(tmp_path, predictions: pa.Table, out="out", **overrides):
         "seed": 0,
         "variant": "original",
         "classifier": "knn",
+        "rope": 1.0,
+        "splits": write_splits(tmp_path, predictions),
     }
     arguments.update(overrides)
     table = sig.run_significance(source, **paths, **arguments)
@@ -441,8 +483,9 @@ def test_run_significance_writes_all_outputs(tmp_path):
         assert path.stat().st_size > 0, path
     assert sorted(set(table.column("reference").to_pylist())) == [BOW, "WMD"]
     markdown = paths["out_md"].read_text()
-    assert "Exact McNemar test per dataset" in markdown and "B = 200, seed 0" in markdown
-    assert "| d1 | original | knn | BOW (L1/L1) | WCD |" in markdown
+    assert "the exact McNemar test" in markdown and "B = 200, seed 0" in markdown
+    assert "| d1 | original | knn | BOW (L1/L1) | WCD | exact McNemar | 1 | 10 |" in markdown
+    assert sig.too_few_datasets(3) in markdown  # 3 datasets: no test across them
     csv = paths["out_csv"].read_text().splitlines()
     assert csv[0] == ",".join(schemas.SIGNIFICANCE.names)
     assert len(csv) == 1 + table.num_rows == 1 + 3 * 4
