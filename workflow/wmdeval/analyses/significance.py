@@ -1066,7 +1066,7 @@ def critical_difference_figure(result: CriticalDifference) -> Figure:
         return draw_message(title, result.note)
     if len(result.datasets) < MIN_DATASETS:
         return draw_message(
-            title, f"No across-dataset test: fewer than {MIN_DATASETS} datasets are not enough"
+            title, f"No across-dataset test is meaningful with fewer than {MIN_DATASETS} datasets"
         )
     return draw_critical_difference(
         result.average_ranks, result.cd, title, result.statistic, result.p_value
