@@ -6,22 +6,6 @@
 # Code: workflow/wmdeval/analyses/significance.py.
 
 
-def significance_splits():
-    """{"dataset/variant": its splits}: the test/train sizes the corrected t-test needs."""
-    return {
-        f"{d}/{v}": f"results/{d}/{v}/splits.parquet"
-        for d in DATASETS
-        for v in VARIANTS
-    }
-
-
-def significance_split_arguments(wildcards, input):
-    return " ".join(
-        f"--splits {name}={path}"
-        for name, path in zip(significance_splits(), input.splits, strict=True)
-    )
-
-
 rule collect_predictions:
     input:
         expand(
