@@ -345,6 +345,22 @@ def analysis_output_arguments(wildcards, output):
     return " ".join(f"--out {name}={path}" for name, path in output.items())
 
 
+def significance_splits():
+    """{"dataset/variant": its splits}: the test/train sizes the corrected t-test needs."""
+    return {
+        f"{d}/{v}": f"results/{d}/{v}/splits.parquet"
+        for d in DATASETS
+        for v in VARIANTS
+    }
+
+
+def significance_split_arguments(wildcards, input):
+    return " ".join(
+        f"--splits {name}={path}"
+        for name, path in zip(significance_splits(), input.splits, strict=True)
+    )
+
+
 def per_variant(pattern):
     """``pattern`` for every dataset and variant of the run."""
     return expand(pattern, dataset=DATASETS, variant=VARIANTS)

@@ -577,8 +577,9 @@ def _marked_rows(
 def significance_note(alpha: float) -> str:
     return (
         f"{SIGNIFICANTLY_LOWER} / {SIGNIFICANTLY_HIGHER}: test error significantly lower / "
-        f"higher than {methods_module.REFERENCE}'s on that dataset: exact McNemar test on "
-        "the test predictions pooled over folds, Holm-corrected across methods, at "
+        f"higher than {methods_module.REFERENCE}'s on that dataset: corrected resampled "
+        "t-test on the per-fold error differences for datasets with random splits, exact "
+        "McNemar test for one-split datasets, Holm-corrected across methods, at "
         f"level {alpha:g} (results/tables/significance.md)."
     )
 
