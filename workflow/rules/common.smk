@@ -6,7 +6,7 @@ import sys
 
 from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (

@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..core import schemas
-from ..core.io import WmdevalError, write_table
+from ..core.errors import WmdevalError
+from ..core.io import write_table
 from .corpora import documents_table, splits_table
 from .embeddings import embeddings_table
 
