@@ -20,7 +20,7 @@ ALLOWED = {
     "ingest": {"core", "ingest"},
     "cleaning": {"core", "cleaning"},
     "distances": {"core", "ingest", "distances"},
-    "planning": {"core", "distances", "planning"},
+    "planning": {"core", "ingest", "distances", "planning"},
     "classification": {"core", "distances", "classification"},
     "reporting": {"core", "distances", "classification", "reporting"},
     "analyses": {"core", "distances", "classification", "reporting", "analyses"},

@@ -111,6 +111,26 @@ def _load_mat(path: Path) -> dict:
         raise WmdevalError(f"{path}: not a readable .mat file ({first})") from None
 
 
+def mat_documents(path) -> int:
+    """Documents of a Kusner .mat file, from its header alone (``scipy.io.whosmat`` reads
+    the shapes of its fields without loading them): the cells of ``X`` (five-fold), or of
+    ``xtr`` and ``xte`` (one-fold). Cheap enough for every dry run of a 1 GB file."""
+    from scipy.io import whosmat
+
+    path = Path(path)
+    try:
+        shapes = {name: shape for name, shape, _ in whosmat(str(path))}
+    except NotImplementedError:
+        raise WmdevalError(
+            f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; re-save it with -v7"
+        ) from None
+    except Exception as exc:  # scipy raises several unrelated types for a corrupt file
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise WmdevalError(f"{path}: not a readable .mat file ({first})") from None
+    fields = {"five-fold": ("X",), "one-fold": ("xtr", "xte")}[detect_layout(set(shapes), path)]
+    return sum(int(np.prod(shapes[field])) for field in fields)
+
+
 def detect_layout(keys: set[str], path: Path) -> str:
     """'five-fold' or 'one-fold'; a file with neither full set of fields is an error."""
     for layout, fields in LAYOUTS.items():

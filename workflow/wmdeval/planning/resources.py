@@ -90,31 +90,36 @@ def search_resources(
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
-def _n_documents(documents_path) -> int | None:
-    """Rows of a documents file; None before it exists (a dry run) or if not Parquet."""
+def _n_documents(documents_path, planned: int | None = None) -> int | None:
+    """Rows of a documents file; before it exists (a dry run) or if not Parquet, the
+    documents ``planned`` for it (:func:`wmdeval.planning.modes.planned_documents`: from
+    the user's file), None if unknown."""
     try:
         return pq.read_metadata(documents_path).num_rows
     except (OSError, pa.ArrowInvalid):
-        return None
+        return planned
 
 
-def gather_mem_mb(documents_path) -> int:
+def gather_mem_mb(documents_path, planned: int | None = None) -> int:
     """Memory (MB) of the gather job: the float32 n x n matrix about three times over.
 
-    2000 before the documents exist (a dry run) or when the file is not Parquet.
+    Before the documents exist (a dry run), n is the ``planned`` count; 2000 if unknown.
     """
-    return _gather_mb(_n_documents(documents_path))
+    return _gather_mb(_n_documents(documents_path, planned))
 
 
 def _gather_mb(n: int | None) -> int:
     return 2000 if n is None else int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
 
 
-def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> int:
+def matrix_job_mem_mb(
+    documents_path, attempt: int = 1, n_matrices: int = 2, planned: int | None = None
+) -> int:
     """Memory (MB) of a job that holds ``n_matrices`` of a variant's float32 distance
     matrices plus a float64 working block: the gather job's memory (three matrices' worth)
-    with one more matrix for each beyond two, and 2000 more, times ``attempt``."""
-    n = _n_documents(documents_path)
+    with one more matrix for each beyond two, and 2000 more, times ``attempt``. Before the
+    documents exist, n is the ``planned`` count."""
+    n = _n_documents(documents_path, planned)
     extra = int(np.ceil(4 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
     return (_gather_mb(n) + extra + 2000) * attempt
 
@@ -124,11 +129,14 @@ def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> 
 RWMD_PAIRS_PER_SECOND = 20_000
 
 
-def embedding_matrix_runtime(documents_path, method: str, attempt: int = 1) -> int:
+def embedding_matrix_runtime(
+    documents_path, method: str, attempt: int = 1, planned: int | None = None
+) -> int:
     """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take
     seconds; RWMD 3x the time its measured rate (:data:`RWMD_PAIRS_PER_SECOND`) gives.
-    Doubled per retry; 60 before the documents exist (a dry run)."""
-    n = _n_documents(documents_path)
+    Doubled per retry; before the documents exist (a dry run), from the ``planned``
+    count, 60 if unknown."""
+    n = _n_documents(documents_path, planned)
     if n is None:
         return 60 * attempt
     seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
