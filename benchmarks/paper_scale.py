@@ -31,6 +31,7 @@ against the measured time, flagging a peak above its declaration (``OVER``) and 
 
     python benchmarks/paper_scale.py [--scale 1.0] [--datasets 20news ...] [--cores 2]
         [--solve-sample 1] [--units 64] [--sample-documents 1000] [--workdir DIR]
+        [--until RULE ...]
 """
 
 from __future__ import annotations
@@ -329,6 +330,13 @@ def main() -> None:
     parser.add_argument("--solve-sample", type=int, default=1, help="units solved; 0: all")
     parser.add_argument("--sample-documents", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--until",
+        nargs="+",
+        metavar="RULE",
+        help="run only these rules and those before them (e.g. duplicates filter_oov for "
+        "the cheap stages at the paper's size)",
+    )
     args = parser.parse_args()
 
     workdir = args.workdir.resolve()
@@ -360,7 +368,9 @@ def main() -> None:
     (workdir / "paper_scale.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     (workdir / "paper_scale.log").write_text("")
     started = time.perf_counter()
-    if args.solve_sample:
+    if args.until:
+        log = snakemake(workdir, args, "all", extra=("--until", *args.until))
+    elif args.solve_sample:
         # everything but the transport solves, then a sample of those
         omit = ("--omit-from", "wmd_block", "wmd_search")
         log = snakemake(workdir, args, "all", extra=omit)
