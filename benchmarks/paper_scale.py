@@ -24,7 +24,9 @@ run and are listed; the analyses' sample matrices are solved whole, at
 ``--scale``).
 
 Each job's peak RSS and wall time come from its Snakemake ``benchmark:`` file; its declared
-``mem_mb`` and ``runtime`` from the run's log (as evaluated when the job started). Prints,
+``mem_mb`` and ``runtime`` from the runs' logs in ``.snakemake/log`` (as evaluated when the
+job started). Rerun with the same options, it keeps its stand-in files and the workflow
+resumes where it stopped. Prints,
 per job kind, the jobs run, declared mem_mb against the measured peak, and declared runtime
 against the measured time, flagging a peak above its declaration (``OVER``) and a job above
 1 GB whose peak is under 40 % of its declaration (``2.5x+``).
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import json
 import re
 import subprocess
 import sys
@@ -240,7 +243,6 @@ def snakemake(workdir: Path, args, *targets: str, extra: tuple[str, ...] = ()) -
     ]
     print("$ " + " ".join(command[2:]), flush=True)
     run = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
-    (workdir / "paper_scale.log").open("a").write(run.stderr)
     if run.returncode != 0:
         sys.exit(f"paper_scale: the workflow failed:\n{run.stderr[-4000:]}")
     return run.stderr
@@ -347,42 +349,50 @@ def main() -> None:
         corpus = scaled(PAPER[name], args.scale)
         path = workdir / "mats" / f"{name}.mat"
         real = name in REAL_TEXT and (args.data / REAL_TEXT[name]).exists()
-        if real:
-            bags, labels, subsets = real_documents(corpus, args.data / REAL_TEXT[name], rng)
-            source = f"real text ({REAL_TEXT[name]})"
+        source = f"real text ({REAL_TEXT[name]})" if real else "generated"
+        # An unchanged stand-in is kept, so that a rerun resumes the workflow where it
+        # stopped instead of starting again from a newer file.
+        made_as = json.dumps({"scale": args.scale, "seed": args.seed, "source": source})
+        stamp = path.with_suffix(".json")
+        if path.exists() and stamp.exists() and json.loads(stamp.read_text())["made_as"] == made_as:
+            stats = json.loads(stamp.read_text())["stats"]
+            written = "kept from an earlier run"
         else:
-            bags, labels, subsets = generated_documents(corpus, rng)
-            source = "generated"
-        started = time.perf_counter()
-        stats = write_mat(corpus, bags, labels, subsets, path, rng)
+            started = time.perf_counter()
+            if real:
+                bags, labels, subsets = real_documents(corpus, args.data / REAL_TEXT[name], rng)
+            else:
+                bags, labels, subsets = generated_documents(corpus, rng)
+            stats = write_mat(corpus, bags, labels, subsets, path, rng)
+            stamp.write_text(json.dumps({"made_as": made_as, "stats": stats}))
+            written = f"written in {time.perf_counter() - started:.0f} s"
         print(
             f"  {name}: {source}, {corpus.layout}, {stats['documents']:,} documents "
             f"(paper {PAPER[name].documents:,}), vocabulary {stats['vocabulary']:,} "
             f"(paper {PAPER[name].vocabulary:,}), {stats['words_per_document']:.1f} distinct "
-            f"words per document (paper {PAPER[name].words}), {stats['mb']:,.0f} MB, "
-            f"written in {time.perf_counter() - started:.0f} s",
+            f"words per document (paper {PAPER[name].words}), {stats['mb']:,.0f} MB, {written}",
             flush=True,
         )
 
     config = run_config(args.datasets, args)
     (workdir / "paper_scale.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    (workdir / "paper_scale.log").write_text("")
     started = time.perf_counter()
     if args.until:
-        log = snakemake(workdir, args, "all", extra=("--until", *args.until))
+        snakemake(workdir, args, "all", extra=("--until", *args.until))
     elif args.solve_sample:
         # everything but the transport solves, then a sample of those
-        omit = ("--omit-from", "wmd_block", "wmd_search")
-        log = snakemake(workdir, args, "all", extra=omit)
-        log += snakemake(workdir, args, *solve_targets(workdir, config, args))
+        snakemake(workdir, args, "all", extra=("--omit-from", "wmd_block", "wmd_search"))
+        snakemake(workdir, args, *solve_targets(workdir, config, args))
         print(
             f"  solves limited to {args.solve_sample} of {args.units} units per method: "
             "not run: wmd_gather, wmd_subset, wmd_neighbours, evaluate and the jobs after it"
         )
     else:
-        log = snakemake(workdir, args, "all")
+        snakemake(workdir, args, "all")
     print(f"  workflow: {time.perf_counter() - started:,.0f} s wall")
-    print("\n".join(report(workdir, log)))
+    # Every run's log in this workdir, oldest first: a job rerun later is declared later.
+    logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    print("\n".join(report(workdir, "\n".join(p.read_text() for p in logs))))
 
 
 if __name__ == "__main__":
