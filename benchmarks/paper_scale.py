@@ -125,7 +125,12 @@ def real_documents(corpus: Corpus, path: Path, rng) -> tuple[list[dict], list[st
         order = rng.permutation(len(rows))
         parts = {"train": [rows[i] for i in order[corpus.test :]], "test": []}
         parts["test"] = [rows[i] for i in order[: corpus.test]]
-    chosen = parts["train"][: corpus.train] + parts["test"][: corpus.test]
+    # a seeded subset of each part, in file order (the files are sorted by label: the
+    # first rows would be one class)
+    chosen = []
+    for part, wanted in (("train", corpus.train), ("test", corpus.test)):
+        keep = np.sort(rng.permutation(len(parts[part]))[:wanted])
+        chosen += [parts[part][i] for i in keep]
     subsets = ["train"] * min(corpus.train, len(parts["train"]))
     subsets += ["test"] * (len(chosen) - len(subsets))
     tokens = [
