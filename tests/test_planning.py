@@ -245,3 +245,33 @@ def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
     assert resources.gather_mem_mb(path, planned=18821) == 1003
+
+
+def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
+    """MATLAB's -v7 files compress every element: the ingest's memory follows the data
+    once inflated, estimated from a prefix, not the smaller file."""
+    from scipy.io import savemat
+
+    from wmdeval.ingest import kusner
+
+    rng = np.random.default_rng(0)
+    x = np.empty((1, 300), dtype=object)
+    bow = np.empty((1, 300), dtype=object)
+    for k in range(300):
+        x[0, k] = np.round(rng.normal(size=(300, 40)), 2)  # compressible, like float32 data
+        bow[0, k] = np.ones((1, 40))
+    fields = {"xtr": x, "xte": x, "BOW_xtr": bow, "BOW_xte": bow}
+    fields |= {"ytr": np.ones((1, 300)), "yte": np.ones((1, 300))}
+    plain, packed = tmp_path / "plain.mat", tmp_path / "packed.mat"
+    savemat(plain, fields)
+    savemat(packed, fields, do_compression=True)
+    assert packed.stat().st_size < 0.5 * plain.stat().st_size
+    assert kusner.mat_loaded_mb(plain) == plain.stat().st_size / 1e6
+    assert abs(kusner.mat_loaded_mb(packed) - kusner.mat_loaded_mb(plain)) < 0.1 * (
+        kusner.mat_loaded_mb(plain)
+    )
+    # 1000 + 1.2 x the data + 0.12 MB per document of the header, at least 2000
+    expected = max(2000, math.ceil(1000 + 1.2 * plain.stat().st_size / 1e6 + 0.12 * 600))
+    assert resources.kusner_ingest_mem_mb(plain) == expected
+    assert resources.kusner_ingest_mem_mb(plain, attempt=2) == 2 * expected
+    assert resources.kusner_ingest_mem_mb(tmp_path / "absent.mat") == 2000

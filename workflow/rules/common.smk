@@ -24,6 +24,7 @@ from wmdeval.planning.resources import (
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
     embedding_matrix_runtime,
+    kusner_ingest_mem_mb,
 )
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing

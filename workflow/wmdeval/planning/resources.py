@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..core.errors import WmdevalError
 from ..distances.wmd.pairs import SECONDS_PER_UNIT, document_work, row_work
+from ..ingest.kusner import mat_documents, mat_loaded_mb
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,3 +143,20 @@ def embedding_matrix_runtime(
         return 60 * attempt
     seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
     return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
+
+
+def kusner_ingest_mem_mb(mat_path, attempt: int = 1) -> int:
+    """Memory (MB) of ingesting a Kusner .mat file: loadmat holds its data as float64
+    arrays (the inflated size, :func:`~wmdeval.ingest.kusner.mat_loaded_mb`), plus Python
+    objects per document and word occurrence, bounded by the header's document count.
+
+    Fitted to two measurements: 3.0 GB peak for 20news at 300-d (3.2 GB uncompressed,
+    18,821 documents; benchmarks/paper_scale.py) and 2.7 GB for a user's 18,846 documents
+    at 100-d (0.76 GB). Doubled per retry; 2000 before the file exists (a dry run of a
+    download)."""
+    try:
+        data_mb = mat_loaded_mb(mat_path)
+        documents = mat_documents(mat_path)
+    except (OSError, WmdevalError):  # absent, or not a .mat file: ingest says which
+        return 2000 * attempt
+    return max(2000, int(np.ceil(1000 + 1.2 * data_mb + 0.12 * documents))) * attempt
