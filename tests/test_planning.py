@@ -275,3 +275,14 @@ def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
     assert resources.kusner_ingest_mem_mb(plain) == expected
     assert resources.kusner_ingest_mem_mb(plain, attempt=2) == 2 * expected
     assert resources.kusner_ingest_mem_mb(tmp_path / "absent.mat") == 2000
+
+
+def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
+    from wmdeval.distances.wmd import bounds
+
+    assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
+    path = tmp_path / "documents.parquet"
+    io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)
+    one, two = (resources.search_resources(path, 1, threads)["mem_mb"] for threads in (1, 2))
+    # one thread's two float64 working matrices more
+    assert abs((two - one) - 2 * 8 * bounds.MAX_ENTRIES / 1e6) < 1

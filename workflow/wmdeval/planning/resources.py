@@ -60,6 +60,14 @@ def _vocabulary_size(path: str, mtime_ns: int) -> int:
     return len(pc.unique(pc.list_flatten(words.combine_chunks())))
 
 
+#: ``wmdeval.distances.wmd.bounds.MAX_ENTRIES`` (tests/test_planning.py checks they agree),
+#: copied because bounds imports POT: entries of one float64 working matrix of word costs.
+BOUNDS_MAX_ENTRIES = 1 << 24
+#: Such matrices a search thread holds at once (the costs and their rows gathered per
+#: word occurrence): 20news at 2 % scale peaked 724 MB in 2 threads against 637 declared
+#: without them (benchmarks/paper_scale.py).
+WORKING_MATRICES = 2
+
 #: Share of a full matrix's pairs the neighbour search is planned to solve; measured
 #: 1.5-25 % (README), so this is generous for all but small corpora of long documents.
 SEARCH_SHARE = 0.3
@@ -72,8 +80,10 @@ def search_resources(
 
     Memory: the bounds' float32 word-to-document distances (documents x the shard's
     vocabulary, the shard's queries x the whole vocabulary), a float64 block of bound
-    rows, and the documents. Run time: SEARCH_SHARE of the full matrix's work, split over
-    the shards, 3x the fitted time as for blocks. Doubled per retry; a nominal request
+    rows, the documents, and per thread the bounds' float64 working matrices of word
+    costs (:data:`BOUNDS_MAX_ENTRIES` entries, :data:`WORKING_MATRICES` at once). Run
+    time: SEARCH_SHARE of the full matrix's work, split over the shards, 3x the fitted time
+    as for blocks. Doubled per retry; a nominal request
     before the documents exist (a dry run).
     """
     try:
@@ -84,7 +94,8 @@ def search_resources(
     n = len(sizes)
     n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
     bounds_mb = 4 * (n * n_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
-    mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + 30 * stat.st_size / 1e6))
+    working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
+    mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
     seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
     runtime = int(np.ceil(10 + 3 * seconds / 60))
