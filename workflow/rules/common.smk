@@ -56,10 +56,14 @@ VARIANTS = config["variants"]
 
 # How each dataset's WMD methods are computed: "full" (every pair) or "knn" (an exact
 # top-k search pruned by lower bounds), with the reason; `auto` is decided here, once.
-WMD_MODES = {d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS}
-# Documents of each dataset as known while planning (a .mat header, a table's rows), for
-# the resource estimates of jobs whose documents file does not exist yet (a dry run).
-PLANNED_DOCUMENTS = {d: planned_documents(config["datasets"][d])[0] for d in DATASETS}
+# Documents of each dataset as known while planning (a .mat header, a table's rows), also
+# for the resource estimates of jobs whose documents file does not exist yet (a dry run).
+# A local .mat file whose header is not Kusner's stops here, in one line, before any job.
+try:
+    WMD_MODES = {d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS}
+    PLANNED_DOCUMENTS = {d: planned_documents(config["datasets"][d])[0] for d in DATASETS}
+except WmdevalError as error:
+    sys.exit(f"wmdeval: {error}")
 
 
 def planned_rows(dataset, documents):
