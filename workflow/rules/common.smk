@@ -60,8 +60,12 @@ VARIANTS = config["variants"]
 # for the resource estimates of jobs whose documents file does not exist yet (a dry run).
 # A local .mat file whose header is not Kusner's stops here, in one line, before any job.
 try:
-    WMD_MODES = {d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS}
-    PLANNED_DOCUMENTS = {d: planned_documents(config["datasets"][d])[0] for d in DATASETS}
+    WMD_MODES = {
+        d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS
+    }
+    PLANNED_DOCUMENTS = {
+        d: planned_documents(config["datasets"][d])[0] for d in DATASETS
+    }
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
