@@ -117,7 +117,7 @@ def sample(documents: pa.Table, splits: pa.Table, size: int, seed: int):
 
 
 def run_full(inputs: solver.WmdInputs, threads: int, n_blocks: int = 8):
-    """Every pair, as the wmd_block jobs solve them; the gathered float32 matrix."""
+    """Every pair, as the wmd_block jobs solve them; the gathered float64 matrix."""
     with Clock() as clock:
         tables = [solver.solve_block(inputs, b, n_blocks, threads) for b in range(n_blocks)]
         matrix = blocks.gather(inputs.n, tables)
@@ -128,38 +128,31 @@ def run_knn(inputs: solver.WmdInputs, splits: pa.Table, threads: int):
     folds = io.fold_indices(splits, inputs.doc_ids)
     stats = search.SearchStats()
     with Clock() as clock:
-        tables = search.search_shard(inputs, np.arange(inputs.n), folds, None, 0, 1, threads, stats)
+        tables = search.search_shard(inputs, folds, None, 0, 1, threads, stats)
     return tables, stats, clock
 
 
 def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads: int) -> float:
-    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, one
-    row of cost matrices per document, then each pair of the row), from a timed random
-    sample: ``n_pairs`` pairs in runs of 500 from random rows, spread over ``threads``
-    threads as the knn run is (so both pay the same contention for the machine's cores).
-    A row's cost matrices are timed on their own and counted once per row, as the full
-    mode pays them. Each thread's own CPU clock times its work."""
+    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, each
+    pair of a row with :func:`solver.wmd_pair`), from a timed random sample: ``n_pairs``
+    pairs in runs of 500 from random rows, spread over ``threads`` threads as the knn run
+    is (so both pay the same contention for the machine's cores). Each thread's own CPU
+    clock times its work."""
     rng = np.random.default_rng(seed)
     n, run = inputs.n, 500
-    last_doc = solver._last_document_of_each_word(inputs)
     rows = rng.choice(n - run - 1, n_pairs // run, replace=False).tolist()
     starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
 
-    def timed_row(task: tuple[int, int]) -> tuple[float, float]:
+    def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
         out, done = np.empty(run), [0]
         t0 = time.thread_time()
-        solver._row_costs(inputs, last_doc, i)
-        t1 = time.thread_time()
-        solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
-        t2 = time.thread_time()
-        # _solve_row computes the row's costs again: subtract them once.
-        return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0) / run
+        solver._solve_row(inputs, i, j0, j0 + run, out, done, 0)
+        return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        timed = list(pool.map(timed_row, zip(rows, starts, strict=True)))
-    row_seconds, pair_seconds = zip(*timed, strict=True)
-    return n * float(np.mean(row_seconds)) + n * (n - 1) / 2 * float(np.mean(pair_seconds))
+        pair_seconds = list(pool.map(timed_row, zip(rows, starts, strict=True)))
+    return n * (n - 1) / 2 * float(np.mean(pair_seconds))
 
 
 def share(solves: int, n: int) -> float:

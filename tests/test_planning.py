@@ -77,10 +77,10 @@ def test_block_runtime_is_the_work_of_every_pair_in_a_plain_loop(tmp_path):
 def test_gather_and_matrix_job_memory(tmp_path):
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
-    # 1000 MB plus the float32 500 x 500 matrix (1 MB) three times
-    assert resources.gather_mem_mb(path) == 1003
-    assert resources.matrix_job_mem_mb(path) == 3003
-    assert resources.matrix_job_mem_mb(path, attempt=2) == 6006
+    # 1000 MB plus the float64 500 x 500 matrix (2 MB) three times
+    assert resources.gather_mem_mb(path) == 1006
+    assert resources.matrix_job_mem_mb(path) == 3006
+    assert resources.matrix_job_mem_mb(path, attempt=2) == 6012
     # before the documents exist (a dry run)
     assert resources.gather_mem_mb(tmp_path / "absent.parquet") == 2000
     assert resources.matrix_job_mem_mb(tmp_path / "absent.parquet", attempt=3) == 12000
@@ -237,14 +237,14 @@ def test_a_tables_documents_from_parquet_metadata_or_csv_lines(tmp_path):
 
 def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp_path):
     absent = tmp_path / "absent.parquet"
-    # 18,821 documents (20 Newsgroups): the float32 matrix three times over
-    assert resources.gather_mem_mb(absent, planned=18821) == math.ceil(1000 + 12 * 18821**2 / 1e6)
+    # 18,821 documents (20 Newsgroups): the float64 matrix three times over
+    assert resources.gather_mem_mb(absent, planned=18821) == math.ceil(1000 + 24 * 18821**2 / 1e6)
     assert resources.matrix_job_mem_mb(absent, planned=18821) > 5000
     assert resources.embedding_matrix_runtime(absent, "rwmd", planned=18821) > 60
     # the documents file, once it exists, wins over the plan
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
-    assert resources.gather_mem_mb(path, planned=18821) == 1003
+    assert resources.gather_mem_mb(path, planned=18821) == 1006
 
 
 def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):

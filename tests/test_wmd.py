@@ -202,7 +202,7 @@ def test_a_word_without_embedding_is_named():
 def test_gathered_matrix_is_symmetric_with_zero_diagonal():
     docs, emb = random_corpus(2, 18)
     matrix = blocks.gather(18, block_tables(solver.prepare(docs, emb, "bow"), 4))
-    assert matrix.dtype == np.float32 and matrix.shape == (18, 18)
+    assert matrix.dtype == np.float64 and matrix.shape == (18, 18)
     np.testing.assert_array_equal(matrix, matrix.T)
     np.testing.assert_array_equal(np.diagonal(matrix), 0.0)
     assert (matrix[~np.eye(18, dtype=bool)] > 0).all()

@@ -396,7 +396,7 @@ def matrix_job_mem_mb(wildcards, input, attempt):
 
 
 def gather_job_mem_mb(wildcards, input, attempt):
-    """A gather or subset job: the float32 matrix about three times over."""
+    """A gather or subset job: the float64 matrix about three times over."""
     planned = planned_rows(wildcards.dataset, input.documents)
     return gather_mem_mb(input.documents, planned) * attempt
 
