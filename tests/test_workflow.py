@@ -928,8 +928,14 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
     assert plan.returncode == 0, plan.stderr[-3000:]
     # wmd.mode auto: knn from 2,000 documents, by the paper's counts, before any download
-    assert "bbcsport=full (auto: 737 documents < 2,000)" in plan.stderr
-    assert "20news=knn (auto: 18,821 documents >= 2,000)" in plan.stderr
+    assert (
+        "bbcsport=full (auto: 737 documents (the paper's count for "
+        "bbcsport-emd_tr_te_split.mat, docs/protocol.md §2) < 2,000)"
+    ) in plan.stderr
+    assert (
+        "20news=knn (auto: 18,821 documents (the paper's count for "
+        "20ng2_500-emd_tr_te.mat, docs/protocol.md §2) >= 2,000)"
+    ) in plan.stderr
     table = plan.stdout.split("Job stats:", 1)[1]
     counts = {
         row[0]: int(row[1])

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .core.io import WmdevalError
+from .core.errors import WmdevalError
 
 # ---------------------------------------------------------------------- argument types
 
