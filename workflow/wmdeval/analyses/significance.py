@@ -111,6 +111,15 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     return adjusted
 
 
+def _holm_adjusted(rows: list[dict], p_column: str, alpha: float) -> None:
+    """Add ``p_holm`` (Holm across ``rows``, one family) and ``significant`` (p_holm <
+    ``alpha``) to every row, from its ``p_column``."""
+    adjusted = holm([r[p_column] for r in rows])
+    for row, p in zip(rows, adjusted.tolist(), strict=True):
+        row["p_holm"] = p
+        row["significant"] = bool(p < alpha)
+
+
 def paired_bootstrap(
     correct_a: np.ndarray,
     correct_b: np.ndarray,
@@ -547,10 +556,7 @@ def _reference_rows(
                 "ci_high": result.ci_high,
             }
         )
-    adjusted = holm([r["p_value"] for r in rows])
-    for row, p in zip(rows, adjusted.tolist(), strict=True):
-        row["p_holm"] = p
-        row["significant"] = bool(p < alpha)
+    _holm_adjusted(rows, "p_value", alpha)
     return rows
 
 
@@ -735,10 +741,7 @@ def across_datasets_table(
                             "p_reference_better": posterior.right,
                         }
                     )
-                adjusted = holm([r["p_wilcoxon"] for r in block])
-                for row, p in zip(block, adjusted.tolist(), strict=True):
-                    row["p_holm"] = p
-                    row["significant"] = bool(p < alpha)
+                _holm_adjusted(block, "p_wilcoxon", alpha)
                 rows += block
     names = SIGNIFICANCE_DATASETS.names
     return pa.table({n: [r[n] for r in rows] for n in names}).cast(SIGNIFICANCE_DATASETS)

@@ -13,11 +13,13 @@ Everything is validated before anything is written, so a bad file leaves no outp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import struct
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,11 +101,18 @@ def _load_mat(path: Path) -> dict:
 
     if not path.exists():
         raise WmdevalError(f"{path}: file not found")
-    try:
+    with _readable(path):
         present = {name for name, _, _ in whosmat(str(path))}
         wanted = [n for n in (*FIVE_FOLD_FIELDS, *ONE_FOLD_FIELDS, *STRING_FIELDS) if n in present]
         # Loading only the known fields keeps memory down if a file carries extras.
         return loadmat(str(path), variable_names=wanted) if wanted else {}
+
+
+@contextlib.contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """Turn scipy's errors while reading ``path`` into one-line WmdevalErrors."""
+    try:
+        yield
     except NotImplementedError:
         raise WmdevalError(
             f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; re-save it with -v7"
@@ -120,15 +129,8 @@ def mat_documents(path) -> int:
     from scipy.io import whosmat
 
     path = Path(path)
-    try:
+    with _readable(path):
         shapes = {name: shape for name, shape, _ in whosmat(str(path))}
-    except NotImplementedError:
-        raise WmdevalError(
-            f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; re-save it with -v7"
-        ) from None
-    except Exception as exc:  # scipy raises several unrelated types for a corrupt file
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise WmdevalError(f"{path}: not a readable .mat file ({first})") from None
     fields = {"five-fold": ("X",), "one-fold": ("xtr", "xte")}[detect_layout(set(shapes), path)]
     return sum(int(np.prod(shapes[field])) for field in fields)
 
