@@ -10,9 +10,9 @@ document this module
    order (then position), until the next candidate's bound exceeds the current k-th
    exact distance by more than the :func:`~.bounds.safety_margin`, solving each
    candidate it visits exactly. Candidates tied with the k-th distance (equal tie
-   keys) are solved, never pruned. Every candidate left unsolved has a bound above the final k-th
-   distance, so the top k is complete; what proves it (the smallest such bound) is
-   stored with the pairs.
+   keys) are solved, never pruned. Every candidate left unsolved has a bound above the
+   final k-th distance, so the top k is complete; what proves it (the smallest such
+   bound) is stored with the pairs.
 
 Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
@@ -157,8 +157,9 @@ def search_queries(
                     unsolved = lb  # and every later candidate's bound is at least this
                     break
                 d = used[c] = distance(q, c)
-                if not full or (_key(d), c) < best[-1]:
-                    bisect.insort(best, (_key(d), c))
+                ranked = (_key(d), c)
+                if not full or ranked < best[-1]:
+                    bisect.insort(best, ranked)
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
         results[q] = (used, certificates)
