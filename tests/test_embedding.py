@@ -135,8 +135,11 @@ def test_chunks_threads_and_word_slices_do_not_change_a_bit(monkeypatch):
     inputs = solver.prepare(docs, emb, "bow")
     one = embedding.relaxed_wmd_matrix(inputs)
     assert embedding.relaxed_wmd_matrix(inputs, threads=3).tobytes() == one.tobytes()
-    monkeypatch.setattr(embedding, "ROW_CHUNK", 7)  # several row chunks and bands
-    monkeypatch.setattr(bounds, "MAX_ENTRIES", 400)  # a few words per slice
+    # several bands of the symmetric maximum, column bands (some next to the empty
+    # document), and a few words per slice of the word costs
+    monkeypatch.setattr(embedding, "ROW_CHUNK", 7)
+    monkeypatch.setattr(embedding, "COLUMN_BAND", 5)
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", 400)
     chunked = embedding.relaxed_wmd_matrix(inputs, threads=2)
     np.testing.assert_allclose(chunked, one, rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(chunked, chunked.T)
