@@ -85,3 +85,31 @@ def test_missing_columns_float32_and_garbage_are_refused(tmp_path):
         io.read_distances(tmp_path / "junk.parquet")
     with pytest.raises(io.WmdevalError, match="file not found"):
         io.read_distances(tmp_path / "absent.parquet")
+
+
+@pytest.mark.parametrize("batch_values", [1, 20, 1 << 24])
+def test_kept_ids_give_the_sub_matrix_in_their_order(tmp_path, monkeypatch, batch_values):
+    matrix, ids = random_matrix(12, seed=2), np.arange(12) * 3 + 1
+    monkeypatch.setattr(io, "MAX_BATCH_VALUES", batch_values)
+    io.write_distances(matrix, ids, tmp_path / "m.parquet")
+    keep = np.array([34, 4, 7, 1, 22])  # positions 11, 1, 2, 0, 7: not sorted
+    got_ids, got = io.read_distances(tmp_path / "m.parquet", keep)
+    positions = np.array([11, 1, 2, 0, 7])
+    assert got_ids.tolist() == keep.tolist()
+    assert got.tobytes() == matrix[np.ix_(positions, positions)].tobytes()
+    empty_ids, empty = io.read_distances(tmp_path / "m.parquet", np.zeros(0, dtype=np.int32))
+    assert empty.shape == (0, 0) and empty_ids.size == 0
+
+
+def test_kept_ids_the_file_lacks_or_repeats_are_refused(tmp_path):
+    io.write_distances(random_matrix(4), np.array([1, 2, 3, 4]), tmp_path / "m.parquet")
+    with pytest.raises(io.WmdevalError, match=r"m.parquet: the distance matrix lacks 2 doc_id"):
+        io.read_distances(tmp_path / "m.parquet", np.array([2, 9, 0]))
+    with pytest.raises(io.WmdevalError, match="listed twice"):
+        io.read_distances(tmp_path / "m.parquet", np.array([2, 2]))
+
+
+def test_the_matrix_is_written_in_row_groups_a_reader_can_hold(tmp_path, monkeypatch):
+    monkeypatch.setattr(io, "MAX_BATCH_VALUES", 30)  # 3 rows of 10 per row group
+    io.write_distances(random_matrix(10), np.arange(10), tmp_path / "m.parquet")
+    assert pq.ParquetFile(tmp_path / "m.parquet").num_row_groups == 4
