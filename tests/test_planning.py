@@ -51,6 +51,14 @@ def test_block_resources_come_from_its_share_of_the_work_and_double_per_attempt(
         "mem_mb": 1000,
         "runtime": 60,
     }
+    # the word vectors it reads count 8x their size on disk; not yet written: nothing
+    vectors = tmp_path / "embeddings.parquet"
+    vectors.write_bytes(b"x" * 5_000_000)
+    with_vectors = resources.block_resources(path, 64, 1, embeddings_path=vectors)
+    assert with_vectors["mem_mb"] - many["mem_mb"] in (40, 41)
+    assert with_vectors["runtime"] == many["runtime"]
+    absent = resources.block_resources(path, 64, 1, embeddings_path=tmp_path / "later.parquet")
+    assert absent == many
 
 
 def test_block_runtime_is_the_work_of_every_pair_in_a_plain_loop(tmp_path):

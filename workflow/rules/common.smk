@@ -284,10 +284,13 @@ WMD_BLOCKS = [
 ]
 
 
-def block_resources(documents, block, threads, attempt):
-    """mem_mb and runtime of one WMD block job ("3-of-8") from the work it holds."""
+def block_resources(input, block, threads, attempt):
+    """mem_mb and runtime of one WMD block job ("3-of-8") from the work it holds and
+    the word vectors it reads."""
     n_blocks = int(block.split("-of-")[1])
-    return wmd_block_resources(documents, n_blocks, threads, attempt)
+    return wmd_block_resources(
+        input.documents, n_blocks, threads, attempt, embeddings_path=input.embeddings
+    )
 
 
 PCA_DIMS = config["pca_dims"]

@@ -37,10 +37,10 @@ rule wmd_block:
         # from the estimated work of the block; doubled on each retry (--retries). A group
         # of blocks asks for the sum over the blocks it runs side by side (the max runtime).
         mem_mb=lambda wildcards, input, threads, attempt: block_resources(
-            input.documents, wildcards.block, threads, attempt
+            input, wildcards.block, threads, attempt
         )["mem_mb"],
         runtime=lambda wildcards, input, threads, attempt: block_resources(
-            input.documents, wildcards.block, threads, attempt
+            input, wildcards.block, threads, attempt
         )["runtime"],
     params:
         weighting=transport_weighting,
