@@ -298,6 +298,31 @@ def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
     assert resources.kusner_ingest_mem_mb(tmp_path / "absent.mat") == 2000
 
 
+@pytest.mark.parametrize("n_shards", [1, 3, 7])
+def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, n_shards):
+    from wmdeval.distances.wmd import search
+
+    rng = np.random.default_rng(n_shards)
+    bags = [sorted(set(rng.choice(200, rng.integers(1, 25)).tolist())) for _ in range(40)]
+    table = pa.table(
+        {
+            "doc_id": np.arange(40, dtype=np.int32),
+            "label": ["x"] * 40,
+            "y": np.zeros(40, dtype=np.int32),
+            "words": [[f"w{w}" for w in bag] for bag in bags],
+            "counts": [[1.0] * len(bag) for bag in bags],
+        },
+        schema=schemas.DOCUMENTS,
+    )
+    path = tmp_path / "documents.parquet"
+    io.write_table(table, path, schemas.DOCUMENTS)
+    sizes = np.array([len(bag) for bag in bags], dtype=np.float64)
+    runs = search.query_shards(sizes, np.arange(40), n_shards)  # every document a query
+    plain = max(len({w for k in run for w in bags[k]}) for run in runs)
+    mtime = path.stat().st_mtime_ns
+    assert resources._shard_vocabulary(str(path), mtime, n_shards) == plain
+
+
 def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
     from wmdeval.distances import embedding
     from wmdeval.distances.wmd import bounds

@@ -74,6 +74,28 @@ def _vocabulary_size(path: str, mtime_ns: int) -> int:
     return len(pc.unique(pc.list_flatten(words.combine_chunks())))
 
 
+@functools.lru_cache(maxsize=64)
+def _shard_vocabulary(path: str, mtime_ns: int, n_shards: int) -> int:
+    """The most distinct words of any of ``n_shards`` contiguous runs of documents cut by
+    estimated work, as the search cuts its queries (``search.query_shards``): an upper
+    bound of a shard's query vocabulary, since a shard's queries are a subset of such a
+    run or fewer documents (20 Newsgroups, 64 shards: 5,858 of 29,276 words)."""
+    words = pq.read_table(path, columns=["words"]).column("words").combine_chunks()
+    sizes = pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.float64)
+    if not len(sizes):
+        return 0
+    cumulative = np.cumsum(document_work(sizes) + 1.0)
+    cuts = np.searchsorted(
+        cumulative, cumulative[-1] * np.arange(1, n_shards) / n_shards, side="right"
+    )
+    offsets = words.offsets.to_numpy()
+    most = 0
+    for start, end in zip(np.r_[0, cuts], np.r_[cuts, len(sizes)], strict=True):
+        run = words.values.slice(offsets[start], offsets[end] - offsets[start])
+        most = max(most, len(pc.unique(run)))
+    return most
+
+
 #: ``wmdeval.distances.wmd.bounds.MAX_ENTRIES`` (tests/test_planning.py checks they agree),
 #: copied because bounds imports POT: entries of one float64 working matrix of word costs.
 BOUNDS_MAX_ENTRIES = 1 << 24
@@ -93,7 +115,8 @@ def search_resources(
     """``{"mem_mb": int, "runtime": int (minutes)}`` of one neighbour-search job (knn mode).
 
     Memory: the bounds' float32 word-to-document distances (documents x the shard's
-    vocabulary, the shard's queries x the whole vocabulary), a float64 block of bound
+    vocabulary, :func:`_shard_vocabulary`; the shard's queries x the whole vocabulary;
+    20 Newsgroups at 300-d peaked 1.3 GB, benchmarks/paper_scale.py), a float64 block of bound
     rows, the documents, and per thread the bounds' float64 working matrices of word
     costs (:data:`BOUNDS_MAX_ENTRIES` entries, :data:`WORKING_MATRICES` at once). Run
     time: SEARCH_SHARE of the full matrix's work, split over the shards, 3x the fitted time
@@ -107,7 +130,8 @@ def search_resources(
     sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
     n = len(sizes)
     n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
-    bounds_mb = 4 * (n * n_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
+    shard_words = _shard_vocabulary(str(documents_path), stat.st_mtime_ns, n_shards)
+    bounds_mb = 4 * (n * shard_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
     working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
     mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
