@@ -49,6 +49,9 @@ PROGRESS_SECONDS = 30.0
 
 #: Weightings of :func:`prepare` -> the ground cost between their words.
 GROUND_COSTS = {"bow": "euclidean", "tfidf": "euclidean", "wrd": "cosine"}
+#: Ground costs that are metrics: their exact solves drop the mass two documents share
+#: (:func:`residual_problem`). WRD's cosine cost breaks the triangle inequality.
+METRIC_COSTS = frozenset({"euclidean"})
 
 
 @dataclass(frozen=True)
@@ -302,15 +305,52 @@ def wmd_pair(inputs: WmdInputs, i: int, j: int) -> float:
     """Exact WMD (or WRD, by ``inputs.ground_cost``) of documents i and j (positions in
     ``inputs``), symmetric.
 
-    NaN if either is empty; exactly 0.0 for documents with identical marginals. A
-    network simplex that stops short of optimality is a WmdevalError.
+    NaN if either is empty; exactly 0.0 for documents with identical marginals. Under a
+    metric ground cost the solve is of the :func:`residual_problem` alone (the words
+    whose weights differ), as :func:`solve_block` does it: the same values bit for bit,
+    given the same orientation. A network simplex that stops short of optimality is a
+    WmdevalError.
     """
     a, b = inputs.weights[i], inputs.weights[j]
     if not len(a) or not len(b):
         return float("nan")
     if inputs.twin[i] == inputs.twin[j]:
         return 0.0
-    return _wmd(a, b, cost_matrix(inputs, inputs.indices[i], inputs.indices[j]))
+    rows_i, rows_j = inputs.indices[i], inputs.indices[j]
+    if inputs.ground_cost in METRIC_COSTS:
+        _, shared_a, shared_b = np.intersect1d(
+            rows_i, rows_j, assume_unique=True, return_indices=True
+        )
+        a, b, keep_a, keep_b = residual_problem(a, b, shared_a, shared_b)
+        if not len(a) or not len(b):
+            return 0.0
+        rows_i, rows_j = rows_i[keep_a], rows_j[keep_b]
+    return _wmd(a, b, cost_matrix(inputs, rows_i, rows_j))
+
+
+def residual_problem(
+    a: np.ndarray, b: np.ndarray, shared_a: np.ndarray, shared_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(left_a, left_b, keep_a, keep_b): the transport problem left once the mass two
+    documents share stays where it is (Kantorovich-Rubinstein).
+
+    ``a``, ``b``: the marginals; ``shared_a[k]`` and ``shared_b[k]`` the positions of the
+    k-th common word in each. Under a metric ground cost the optimal transport depends
+    only on a - b: some optimal plan keeps min(a_w, b_w) on every common word w (moving
+    it elsewhere and back never beats the triangle inequality). What is left is
+    ``left_a`` (on ``a``'s positions ``keep_a``) against ``left_b`` (``b``'s ``keep_b``),
+    of equal mass 1 - sum min(a_w, b_w), with disjoint supports. a_w - min(a_w, b_w) is
+    exactly 0 where a_w <= b_w, so a common word leaves at most one side, and identical
+    marginals leave nothing (both sides empty: the distance is 0).
+    """
+    kept = np.minimum(a[shared_a], b[shared_b])
+    left_a = a.copy()
+    left_b = b.copy()
+    left_a[shared_a] -= kept
+    left_b[shared_b] -= kept
+    keep_a = np.flatnonzero(left_a > 0)
+    keep_b = np.flatnonzero(left_b > 0)
+    return left_a[keep_a], left_b[keep_b], keep_a, keep_b
 
 
 def _wmd(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
@@ -478,14 +518,28 @@ def _solve_row(
     columns = column[inputs.flat_indices[lo:hi]]  # the cost columns of documents j0..j1-1
     bounds = (inputs.offsets[j0 : j1 + 1] - lo).tolist()
     is_twin = (inputs.twin[j0:j1] == inputs.twin[i]).tolist()
+    reduce = inputs.ground_cost in METRIC_COSTS
+    # position of each vocabulary row in document i, -1 if absent: its common words
+    position = np.full(len(inputs.vectors), -1, dtype=np.int64)
+    position[inputs.indices[i]] = np.arange(len(a))
     for k, j in enumerate(range(j0, j1)):
         if stop is not None and stop.is_set():
             return
         b = inputs.weights[j]
+        cols = columns[bounds[k] : bounds[k + 1]]
         if not len(b):
             out[k] = np.nan
         elif is_twin[k]:
             out[k] = 0.0
+        elif reduce:
+            # the same residual problem as wmd_pair's, from the row's costs
+            at_i = position[inputs.indices[j]]
+            shared_b = np.flatnonzero(at_i >= 0)
+            left_a, left_b, keep_a, keep_b = residual_problem(a, b, at_i[shared_b], shared_b)
+            if not len(left_a) or not len(left_b):
+                out[k] = 0.0
+            else:
+                out[k] = _wmd(left_a, left_b, costs[np.ix_(keep_a, cols[keep_b])])
         else:
-            out[k] = _wmd(a, b, costs.take(columns[bounds[k] : bounds[k + 1]], axis=1))
+            out[k] = _wmd(a, b, costs.take(cols, axis=1))
         done[slot] = k + 1
