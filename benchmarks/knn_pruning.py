@@ -76,6 +76,30 @@ TARGETS = [
     "results/amazon/original/splits.parquet",
     "results/amazon/vectors/embeddings.parquet",
 ]
+NEWS = REPO.parent / "shared" / "data" / "20news_bydate.tsv"
+#: Words kept per post: Kusner's 20news file holds the first 500 of each.
+NEWS_WORDS = 500
+NEWS_CONFIG = """\
+datasets:
+  news:
+    format: table
+    path: {data}
+    text_column: text
+    label_column: label
+    split_column: split
+    embeddings: news-word2vec
+    stopwords: kusner115
+embeddings:
+  news-word2vec:
+    format: train-word2vec
+    train_on: [news]
+    vector_size: 50
+    epochs: 20
+    min_count: 2
+    seed: 0
+variants: [original]
+"""
+NEWS_TARGETS = [t.replace("amazon", "news") for t in TARGETS]
 
 
 class Clock:
@@ -106,6 +130,35 @@ def prepare_data(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Tabl
         io.read_documents(workdir / TARGETS[0]),
         io.read_splits(workdir / TARGETS[1]),
         io.read_table(workdir / TARGETS[2]),
+    )
+
+
+def prepare_news(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """20 Newsgroups, each post cut to its first NEWS_WORDS words (as Kusner's file), with
+    the collection's own train/test split and a Word2Vec trained on it like the demo's."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cut = workdir / "20news_500.parquet"
+    if not cut.exists():
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        table = pacsv.read_csv(data, parse_options=pacsv.ParseOptions(delimiter="\t"))
+        texts = [" ".join(t.split()[:NEWS_WORDS]) for t in table.column("text").to_pylist()]
+        pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), cut)
+    (workdir / "config.yaml").write_text(NEWS_CONFIG.format(data=cut.resolve()))
+    if not all((workdir / t).exists() for t in NEWS_TARGETS):
+        print(f"preparing 20 Newsgroups with snakemake in {workdir} ...", flush=True)
+        subprocess.run(
+            ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml"]
+            + ["--cores", "2", *NEWS_TARGETS],
+            cwd=workdir,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return (
+        io.read_documents(workdir / NEWS_TARGETS[0]),
+        io.read_splits(workdir / NEWS_TARGETS[1]),
+        io.read_table(workdir / NEWS_TARGETS[2]),
     )
 
 

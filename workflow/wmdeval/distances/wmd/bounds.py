@@ -29,6 +29,7 @@ lie above a distance before the search may trust the bound.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -311,6 +312,115 @@ def lower_bounds(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     return bounds.rows(np.arange(len(bounds.queries)))
 
 
+# ---------------------------------------------------------------------------------------------
+# Iterative constrained transfers (ICT), one query against chosen candidates
+
+#: Cost-matrix columns (candidate words) per call of :func:`constrained_transfers`'s
+#: kernel: bounds its working matrices to u_query x this x 8 B, twice.
+TRANSFER_COLUMNS = 4096
+
+#: Nearest targets a word's mass is sent to by repeated selection before the kernel
+#: sorts the row instead (a word's mass usually fills one to three targets).
+_SELECTIONS = 8
+
+
+def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray) -> np.ndarray:
+    """The ICT lower bound (Atasu and Mittelholzer 2019) between document ``query`` and
+    each of ``candidates`` (positions in ``inputs``, none empty), float64.
+
+    One side, a -> b: every word i of a sends its weight a_i to the words of b in
+    increasing cost order, at most b_j to word j, as if no other word of a competed for
+    b_j. That relaxes the exact problem (which also needs the b_j's to add up: any plan
+    has x_ij <= b_j and sum_j x_ij = a_i), and each word's greedy fill is the optimum of
+    its own relaxed problem, so the result is <= the WMD; with the constraint dropped it
+    is RWMD's side, and keeping only the first step's is OMR's, so it is >= both. The
+    bound is the larger of the two sides. Costs are the exact solves' (:func:`word
+    distances`, a word's cost to itself exactly 0), so the bound's rounding is the
+    float64 rounding of its sums, far inside :func:`safety_margin`.
+
+    Computed per query for the candidates the search is about to solve, never for the
+    whole collection: its cost is that of the cost matrices plus a few passes over them.
+    """
+    candidates = np.asarray(candidates, dtype=np.int64)
+    out = np.empty(len(candidates))
+    words_q = inputs.indices[query]
+    mass_q = inputs.weights[query]
+    sizes = inputs.sizes[candidates]
+    start = 0
+    while start < len(candidates):
+        # as many candidates as fit TRANSFER_COLUMNS (at least one)
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:]), TRANSFER_COLUMNS)))
+        stop = min(stop, len(candidates))
+        part = candidates[start:stop].tolist()
+        words = np.concatenate([inputs.indices[c] for c in part])
+        mass = np.concatenate([inputs.weights[c] for c in part])
+        starts = np.zeros(len(part) + 1, dtype=np.int64)
+        np.cumsum(sizes[start:stop], out=starts[1:])
+        cost = word_distances(inputs, words_q, words)
+        out[start:stop] = _transfers(cost, np.ascontiguousarray(cost.T), mass_q, mass, starts)
+        start = stop
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _fill(cost, mass, capacity):  # pragma: no cover - compiled
+    """Cost of sending ``mass`` to the cheapest entries of ``cost`` first, at most
+    ``capacity[j]`` to entry j. Entries are taken in (cost, position) order: by repeated
+    selection for the first few, then from a stable sort (the same order)."""
+    m = cost.shape[0]
+    total = 0.0
+    left = mass
+    prev_cost = -np.inf
+    prev_at = -1
+    taken = 0
+    while left > 0.0 and taken < m:
+        if taken == _SELECTIONS:
+            order = np.argsort(cost, kind="mergesort")
+            for t in range(taken, m):
+                j = order[t]
+                move = min(left, capacity[j])
+                total += move * cost[j]
+                left -= move
+                if left <= 0.0:
+                    break
+            return total
+        best_cost = np.inf
+        best_at = -1
+        for j in range(m):
+            c = cost[j]
+            after = c > prev_cost or (c == prev_cost and j > prev_at)
+            if after and c < best_cost:
+                best_cost = c
+                best_at = j
+        move = min(left, capacity[best_at])
+        total += move * best_cost
+        left -= move  # exactly 0 once the capacity covers what was left
+        prev_cost = best_cost
+        prev_at = best_at
+        taken += 1
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def _transfers(cost, cost_t, mass_q, mass, starts):  # pragma: no cover - compiled
+    """ICT of the query (rows of ``cost``, weights ``mass_q``) against each candidate k,
+    whose words are the columns starts[k]:starts[k + 1] (weights ``mass``); ``cost_t``
+    is ``cost`` transposed, contiguous."""
+    out = np.empty(len(starts) - 1)
+    for k in range(len(starts) - 1):
+        lo = starts[k]
+        hi = starts[k + 1]
+        capacity = mass[lo:hi]
+        forward = 0.0
+        for i in range(cost.shape[0]):
+            forward += _fill(cost[i, lo:hi], mass_q[i], capacity)
+        backward = 0.0
+        for j in range(lo, hi):
+            backward += _fill(cost_t[j], mass[j], mass_q)
+        out[k] = max(forward, backward)
+    return out
+
+
 __all__ = [
     "MAX_ENTRIES",
     "RELATIVE_MARGIN",
@@ -324,4 +434,6 @@ __all__ = [
     "LowerBounds",
     "relaxed_wmd",
     "lower_bounds",
+    "TRANSFER_COLUMNS",
+    "constrained_transfers",
 ]

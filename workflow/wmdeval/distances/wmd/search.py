@@ -31,6 +31,7 @@ and candidate list: k and the smallest bound left unsolved).
 from __future__ import annotations
 
 import bisect
+import heapq
 import logging
 import threading
 import time
@@ -44,7 +45,7 @@ import pyarrow as pa
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
 from .blocks import _log_empty
-from .bounds import LowerBounds, safety_margin
+from .bounds import LowerBounds, constrained_transfers, safety_margin
 from .pairs import document_work, solve_order
 from .solver import WmdInputs, _blas, prepare, wmd_pair
 
@@ -52,6 +53,11 @@ LOG = logging.getLogger("wmdeval.distances.wmd")
 
 #: Query documents whose bound rows are computed together (bounds memory: this x n x 8 B).
 BOUND_ROWS = 512
+
+#: Candidates whose ICT bound is computed together, ahead in the visiting order: one
+#: product and one kernel call for all of them, at the price of a few computed for
+#: candidates the search then never needs.
+TIGHTEN_BATCH = 8
 
 
 @dataclass
@@ -62,7 +68,9 @@ class SearchStats:
     solves: int = 0  # exact WMD solves
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
-    bound_seconds: float = 0.0
+    tight: int = 0  # (query, candidate) ICT bounds computed
+    bound_seconds: float = 0.0  # the cheap bounds of every candidate (wall, one thread)
+    tight_seconds: float = 0.0  # the ICT bounds (CPU of the threads that computed them)
     search_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -95,6 +103,12 @@ def query_tasks(
             if known is None or known.k < role.k:
                 tasks[key] = _Task(key, usable, member, max(role.k, known.k if known else 0))
     return {q: list(tasks.values()) for q, tasks in sorted(by_query.items())}
+
+
+def _beyond(inputs: WmdInputs, bound: float, kth: float) -> bool:
+    """Whether a candidate of lower bound ``bound`` is proven farther than the current
+    k-th distance ``kth`` (ties with it are solved, never pruned)."""
+    return bound > kth + safety_margin(inputs, kth)
 
 
 def _stored(distance: float) -> float:
@@ -136,6 +150,7 @@ def search_queries(
 
     def one_query(q: int, bound: np.ndarray) -> None:
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
+        tight: dict[int, float] = {}  # candidate -> max(bound, ICT), over all its tasks
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
@@ -147,16 +162,34 @@ def search_queries(
             # other queries ran before it).
             best = sorted((d, c) for c, d in used.items() if task.member[c])[: task.k]
             order = cands[np.argsort(bound[cands], kind="stable")]
+            stream = order.tolist()  # in increasing cheap bound
+            loose = bound[order].tolist()
+            waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
+            at = 0
             unsolved = np.inf  # the smallest bound of a candidate left unsolved
-            for c, lb in zip(order.tolist(), bound[order].tolist(), strict=True):
-                if c in used:
-                    continue  # already among `best` if it belongs there
-                full = len(best) == task.k
-                if full and lb > best[-1][0] + safety_margin(inputs, best[-1][0]):
-                    unsolved = lb  # and every later candidate's bound is at least this
+            while True:
+                while at < len(stream) and stream[at] in used:
+                    at += 1  # already among `best` if it belongs there
+                head = (loose[at], stream[at]) if at < len(stream) else None
+                if head is None and not waiting:
                     break
+                # the candidate of smallest known bound: the waiting one's is tight, the
+                # stream's a lower bound of its tight one
+                from_heap = bool(waiting) and (head is None or waiting[0] <= head)
+                lb, c = waiting[0] if from_heap else head
+                if len(best) == task.k and _beyond(inputs, lb, best[-1][0]):
+                    unsolved = lb  # and every other candidate's bound is at least this
+                    break
+                if not from_heap:
+                    # a candidate passes the tighter bound before it is solved
+                    if c not in tight:
+                        _tighten(q, stream, at, loose, used, tight, bound)
+                    heapq.heappush(waiting, (tight[c], c))
+                    at += 1
+                    continue
+                heapq.heappop(waiting)
                 d = used[c] = distance(q, c)
-                if not full or (d, c) < best[-1]:
+                if len(best) < task.k or (d, c) < best[-1]:
                     bisect.insort(best, (d, c))
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
@@ -164,6 +197,24 @@ def search_queries(
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
+
+    def _tighten(q, stream, at, loose, used, tight, bound) -> None:
+        # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
+        # cost-matrix product and one kernel call for all of them
+        batch = []
+        for c in stream[at:]:
+            if c not in used and c not in tight:
+                batch.append(c)
+                if len(batch) == TIGHTEN_BATCH:
+                    break
+        t0 = time.thread_time()
+        ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64))
+        for c, value in zip(batch, ict.tolist(), strict=True):
+            tight[c] = max(float(bound[c]), value)
+        seconds = time.thread_time() - t0
+        with stats.lock:
+            stats.tight += len(batch)
+            stats.tight_seconds += seconds
 
     started = time.perf_counter()
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
