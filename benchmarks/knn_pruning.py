@@ -47,8 +47,9 @@ from wmdeval.classification import knn
 from wmdeval.cleaning.vocabulary import select_variant
 from wmdeval.core import io
 from wmdeval.core.roles import query_roles
+from wmdeval.core.variant import rank_neighbours
 from wmdeval.distances.factory import prepare_variant
-from wmdeval.distances.wmd import blocks, search, solver
+from wmdeval.distances.wmd import blocks, pairs, search, solver
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "amazon_reviews.tsv"
@@ -100,6 +101,7 @@ embeddings:
 variants: [original]
 """
 NEWS_TARGETS = [t.replace("amazon", "news") for t in TARGETS]
+NEWS_K = 19
 
 
 class Clock:
@@ -214,6 +216,176 @@ def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads
     return n * float(np.mean(row_seconds)) + n * (n - 1) / 2 * float(np.mean(pair_seconds))
 
 
+def pair_seconds(inputs: solver.WmdInputs, n_rows: int, n_pairs: int, seed: int, threads: int):
+    """(row seconds, pair seconds): the full mode's cost of one row's cost matrices and of
+    one pair, from ``n_pairs`` pairs in runs of 200 of random rows < ``n_rows`` of
+    ``inputs`` (in solve order), timed as :func:`full_cpu_estimate` times them."""
+    rng = np.random.default_rng(seed)
+    n, run = inputs.n, 200
+    last_doc = solver._last_document_of_each_word(inputs)
+    rows = rng.choice(min(n_rows, n - run - 1), n_pairs // run, replace=False).tolist()
+    starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
+
+    def timed_row(task: tuple[int, int]) -> tuple[float, float]:
+        i, j0 = task
+        out, done = np.empty(run), [0]
+        t0 = time.thread_time()
+        solver._row_costs(inputs, last_doc, i)
+        t1 = time.thread_time()
+        solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
+        t2 = time.thread_time()
+        return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0) / run
+
+    with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        timed = list(pool.map(timed_row, zip(rows, starts, strict=True)))
+    row_seconds, pair_seconds = zip(*timed, strict=True)
+    return float(np.mean(row_seconds)), float(np.mean(pair_seconds))
+
+
+def news_run(args) -> tuple[float, float, bool]:
+    """20 Newsgroups in knn mode on a seeded sample of queries of every role, against the
+    full mode's estimate; returns (solves ratio, CPU ratio, neighbours identical)."""
+    documents, splits, embeddings = prepare_news(args.news_data, args.news_workdir)
+    inputs = solver.prepare(documents, embeddings, "bow")
+    n = inputs.n
+    order, n_rows = pairs.solve_order(inputs.doc_ids, splits)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    roles = query_roles(folds, inputs.empty, None)
+    all_queries = np.unique(np.concatenate([r.queries for r in roles]))
+    print(
+        f"4. 20 Newsgroups: {n:,} posts (first {NEWS_WORDS} words), "
+        f"{inputs.sizes.mean():.1f} distinct words per post, {n_rows:,} train; "
+        f"{len(all_queries):,} queries in {len(roles)} roles "
+        + ", ".join(f"{r.name} {len(r.queries):,} among {len(r.candidates):,}" for r in roles),
+        flush=True,
+    )
+    rng = np.random.default_rng(4)
+    per_role = [min(args.news_queries, len(r.queries)) for r in roles]
+    sampled = np.unique(
+        np.concatenate(
+            [rng.choice(r.queries, m, replace=False) for r, m in zip(roles, per_role, strict=True)]
+        )
+    )
+    tasks = search.query_tasks(roles, inputs.empty, sampled)
+    lists = sum(len(t) for t in tasks.values())
+    stats = search.SearchStats()
+    with Clock() as clock:
+        pair_table, _ = search.search_queries(inputs, rank, tasks, args.threads, stats)
+    q = len(sampled)
+    knn_cpu = clock.cpu / q
+    bounds_share = (stats.bound_seconds + stats.tight_seconds) / clock.cpu
+    print(
+        f"   knn: {q} sampled queries ({lists} candidate lists, {lists / q:.2f} per query): "
+        f"{stats.solves / q:.1f} exact solves per query ({stats.solves / lists:.1f} per list, "
+        f"floor 19), {stats.tight / q:.0f} ICT bounds per query; "
+        f"{100 * stats.pairs / stats.candidates:.2f} % of candidates read",
+        flush=True,
+    )
+    print(
+        f"        CPU {knn_cpu:.3f} s per query ({clock.cpu:.0f} s CPU, {clock.wall:.0f} s wall); "
+        f"bounds {100 * bounds_share:.1f} % of it (cheap bounds {stats.bound_seconds:.1f} s, "
+        f"ICT {stats.tight_seconds:.1f} s)",
+        flush=True,
+    )
+
+    # the full mode: every train x all pair, timed the full mode's way
+    ordered = solver.reorder(inputs, order)
+    row_s, pair_s = pair_seconds(ordered, n_rows, args.news_pairs, seed=5, threads=args.threads)
+    full_pairs = n_rows * n - n_rows * (n_rows + 1) // 2
+    full_cpu = n_rows * row_s + full_pairs * pair_s
+    knn_solves = stats.solves / q * len(all_queries)
+    knn_total = knn_cpu * len(all_queries)
+    print(
+        f"   full: {full_pairs:,} solves (train x train and train x test), estimated "
+        f"{full_cpu:,.0f} s CPU from a timed random sample of {args.news_pairs:,} pairs "
+        f"({1e3 * pair_s:.3f} ms per pair, {1e3 * row_s:.1f} ms per row of costs)",
+        flush=True,
+    )
+    print(
+        f"   knn, all {len(all_queries):,} queries at the sample's rates (upper bounds: no "
+        f"pair shared between queries): {knn_solves:,.0f} solves, {knn_total:,.0f} s CPU",
+        flush=True,
+    )
+
+    # the solves' shared-mass reduction on the pairs the search solved
+    solved = list(
+        zip(
+            pair_table.column("query").to_numpy().tolist(),
+            pair_table.column("candidate").to_numpy().tolist(),
+            strict=True,
+        )
+    )
+    position = {int(d): k for k, d in enumerate(inputs.doc_ids.tolist())}
+    picks = rng.choice(len(solved), min(args.news_kr_pairs, len(solved)), replace=False)
+    reduced_s = whole_s = 0.0
+    kept_words = all_words = 0
+    worst = 0.0
+    with solver._blas().limit(limits=1, user_api="blas"):
+        for p in picks.tolist():
+            a, b = position[solved[p][0]], position[solved[p][1]]
+            a, b = (a, b) if rank[a] < rank[b] else (b, a)
+            t0 = time.thread_time()
+            reduced = solver.wmd_pair(inputs, a, b)
+            t1 = time.thread_time()
+            cost = solver.cost_matrix(inputs, inputs.indices[a], inputs.indices[b])
+            whole = solver._wmd(inputs.weights[a], inputs.weights[b], cost)
+            t2 = time.thread_time()
+            reduced_s += t1 - t0
+            whole_s += t2 - t1
+            shared = np.intersect1d(inputs.indices[a], inputs.indices[b], return_indices=True)
+            left = solver.residual_problem(
+                inputs.weights[a], inputs.weights[b], shared[1], shared[2]
+            )
+            kept_words += len(left[0]) + len(left[1])
+            all_words += len(inputs.indices[a]) + len(inputs.indices[b])
+            if whole > 0:
+                worst = max(worst, abs(reduced - whole) / whole)
+    print(
+        f"   shared-mass reduction on {len(picks)} solved pairs: "
+        f"{1e3 * reduced_s / len(picks):.3f} ms per solve against {1e3 * whole_s / len(picks):.3f} "
+        f"on the whole problem ({whole_s / max(reduced_s, 1e-12):.2f}x); "
+        f"{100 * kept_words / all_words:.0f} % of the words left; largest relative "
+        f"difference {worst:.1e}",
+        flush=True,
+    )
+
+    # a few sampled queries: their k nearest from the search against their whole rows
+    # (every candidate solved, the same solver call and orientation as both modes)
+    checked = np.sort(sampled[rng.choice(q, min(args.news_check, q), replace=False)])
+    check_tasks = search.query_tasks(roles, inputs.empty, checked)
+    found = search.search_queries(inputs, rank, check_tasks, args.threads)
+    table = prepare_variant(documents, splits, {}, {"wmd": found}).wmd["wmd"]
+    identical, solved_rows = True, 0
+    with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(args.threads) as pool:
+        for role in roles:
+            mine = np.intersect1d(checked, role.queries)
+            for x in mine.tolist():
+                row = np.array(
+                    list(pool.map(lambda c, x=x: _stored_pair(inputs, rank, x, c), role.candidates))
+                )
+                solved_rows += 1
+                want = rank_neighbours(row[None, :], role.k)
+                got = table.nearest(np.array([x]), role.candidates, role.k)
+                identical &= bool(np.array_equal(got.index, want))
+    print(
+        f"   {solved_rows} sampled queries' {NEWS_K} nearest against their whole rows of "
+        f"exact solves: {'identical' if identical else 'DIFFERENT'}",
+        flush=True,
+    )
+    return full_pairs / knn_solves, full_cpu / knn_total, identical
+
+
+def _stored_pair(inputs: solver.WmdInputs, rank: np.ndarray, x: int, c: int) -> float:
+    """The distance of pair (x, c) as a matrix holds it: solved in the solve order's
+    orientation, stored in float32; 0 on the diagonal."""
+    if x == c:
+        return 0.0
+    first, second = (x, c) if rank[x] < rank[c] else (c, x)
+    return float(np.float32(solver.wmd_pair(inputs, first, second)))
+
+
 def share(solves: int, n: int) -> float:
     return solves / (n * (n - 1) / 2)
 
@@ -273,7 +445,25 @@ def main() -> None:
     )
     parser.add_argument("--relax-queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="600 and 1,500 documents")
+    parser.add_argument("--news-data", type=Path, default=NEWS)
+    parser.add_argument(
+        "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
+    )
+    parser.add_argument("--news-queries", type=int, default=40, help="sampled per role")
+    parser.add_argument("--news-pairs", type=int, default=6000, help="full-mode pairs timed")
+    parser.add_argument("--news-kr-pairs", type=int, default=1000)
+    parser.add_argument("--news-check", type=int, default=4, help="queries solved whole")
+    parser.add_argument(
+        "--corpora", choices=["both", "amazon", "news"], default="both", help="which runs"
+    )
     args = parser.parse_args()
+    if args.corpora == "news":
+        solves_ratio, cpu_ratio, identical = news_run(args)
+        print(
+            f"knn_pruning: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
+            f"scores identical: {'yes' if identical else 'no'}"
+        )
+        sys.exit(0 if identical else 1)
     documents, splits, embeddings = prepare_data(args.data, args.workdir)
     sizes = (600, 1500) if args.quick else (args.sample, documents.num_rows)
 
@@ -341,6 +531,15 @@ def main() -> None:
         print("3. " + relax_peer(args.relax_python, inputs, splits, table, args.relax_queries))
     else:
         print(f"3. wmd-relax: skipped ({args.relax_python} not found)")
+    print(
+        f"   amazon: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
+        f"scores identical: {'yes' if identical else 'no'}",
+        flush=True,
+    )
+    if args.corpora == "amazon":
+        sys.exit(0 if identical else 1)
+    solves_ratio, cpu_ratio, news_identical = news_run(args)
+    identical &= news_identical
     print(
         f"knn_pruning: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
         f"scores identical: {'yes' if identical else 'no'}"
