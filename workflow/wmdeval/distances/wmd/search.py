@@ -6,13 +6,18 @@ document this module
 
 1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
 2. for each candidate list the query is ranked among, starts from the distances it
-   already solved for its other lists, then visits the candidates in increasing bound
-   order (then position), until the next candidate's bound exceeds the current k-th
-   exact distance by more than the :func:`~.bounds.safety_margin`, solving each
-   candidate it visits exactly. Candidates tied with the k-th distance are solved,
-   never pruned. Every candidate left unsolved has a bound above the final k-th
-   distance, so the top k is complete; what proves it (the smallest such bound) is
-   stored with the pairs.
+   already solved for its other lists, then takes the candidates in increasing order
+   of their best known bound (then position), until that bound exceeds the current k-th
+   exact distance by more than the :func:`~.bounds.safety_margin`. A candidate taken
+   with its cheap bound only gets the tighter ICT bound
+   (:func:`~.bounds.constrained_transfers`, computed for a few candidates ahead at a
+   time) and waits in the queue again; one taken with its ICT bound is solved exactly.
+   So only candidates whose ICT bound does not exceed the k-th distance of the moment
+   are solved, and the ICT bounds are computed for the candidates the cheap bounds
+   could not prune, never for the whole list. Candidates tied with the k-th distance
+   are solved, never pruned. Every candidate left unsolved has a bound above the final
+   k-th distance, so the top k is complete; what proves it (the smallest such bound)
+   is stored with the pairs.
 
 Distances are the exact WMD of the full mode, bit for bit: the same solver call with
 the pair in the same orientation (the lower position of the solve order first), stored
