@@ -171,7 +171,7 @@ def sample(documents: pa.Table, splits: pa.Table, size: int, seed: int):
 
 
 def run_full(inputs: solver.WmdInputs, threads: int, n_blocks: int = 8):
-    """Every pair, as the wmd_block jobs solve them; the gathered float32 matrix."""
+    """Every pair, as the wmd_block jobs solve them; the gathered float64 matrix."""
     with Clock() as clock:
         tables = [solver.solve_block(inputs, b, n_blocks, threads) for b in range(n_blocks)]
         matrix = blocks.gather(inputs.n, tables)
@@ -182,64 +182,51 @@ def run_knn(inputs: solver.WmdInputs, splits: pa.Table, threads: int):
     folds = io.fold_indices(splits, inputs.doc_ids)
     stats = search.SearchStats()
     with Clock() as clock:
-        tables = search.search_shard(inputs, np.arange(inputs.n), folds, None, 0, 1, threads, stats)
+        tables = search.search_shard(inputs, folds, None, 0, 1, threads, stats)
     return tables, stats, clock
 
 
 def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads: int) -> float:
-    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, one
-    row of cost matrices per document, then each pair of the row), from a timed random
-    sample: ``n_pairs`` pairs in runs of 500 from random rows, spread over ``threads``
-    threads as the knn run is (so both pay the same contention for the machine's cores).
-    A row's cost matrices are timed on their own and counted once per row, as the full
-    mode pays them. Each thread's own CPU clock times its work."""
+    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, each
+    pair of a row with :func:`solver.wmd_pair`), from a timed random sample: ``n_pairs``
+    pairs in runs of 500 from random rows, spread over ``threads`` threads as the knn run
+    is (so both pay the same contention for the machine's cores). Each thread's own CPU
+    clock times its work."""
     rng = np.random.default_rng(seed)
     n, run = inputs.n, 500
-    last_doc = solver._last_document_of_each_word(inputs)
     rows = rng.choice(n - run - 1, n_pairs // run, replace=False).tolist()
     starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
 
-    def timed_row(task: tuple[int, int]) -> tuple[float, float]:
+    def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
         out, done = np.empty(run), [0]
         t0 = time.thread_time()
-        solver._row_costs(inputs, last_doc, i)
-        t1 = time.thread_time()
-        solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
-        t2 = time.thread_time()
-        # _solve_row computes the row's costs again: subtract them once.
-        return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0) / run
+        solver._solve_row(inputs, i, j0, j0 + run, out, done, 0)
+        return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        timed = list(pool.map(timed_row, zip(rows, starts, strict=True)))
-    row_seconds, pair_seconds = zip(*timed, strict=True)
-    return n * float(np.mean(row_seconds)) + n * (n - 1) / 2 * float(np.mean(pair_seconds))
+        pair_seconds = list(pool.map(timed_row, zip(rows, starts, strict=True)))
+    return n * (n - 1) / 2 * float(np.mean(pair_seconds))
 
 
 def pair_seconds(inputs: solver.WmdInputs, n_rows: int, n_pairs: int, seed: int, threads: int):
-    """(row seconds, pair seconds): the full mode's cost of one row's cost matrices and of
-    one pair, from ``n_pairs`` pairs in runs of 200 of random rows < ``n_rows`` of
-    ``inputs`` (in solve order), timed as :func:`full_cpu_estimate` times them."""
+    """Seconds of one pair of the full mode, from ``n_pairs`` pairs in runs of 200 of
+    random rows < ``n_rows`` of ``inputs`` (in solve order), timed as
+    :func:`full_cpu_estimate` times them."""
     rng = np.random.default_rng(seed)
     n, run = inputs.n, 200
-    last_doc = solver._last_document_of_each_word(inputs)
     rows = rng.choice(min(n_rows, n - run - 1), n_pairs // run, replace=False).tolist()
     starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
 
-    def timed_row(task: tuple[int, int]) -> tuple[float, float]:
+    def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
         out, done = np.empty(run), [0]
         t0 = time.thread_time()
-        solver._row_costs(inputs, last_doc, i)
-        t1 = time.thread_time()
-        solver._solve_row(inputs, last_doc, i, j0, j0 + run, out, done, 0)
-        t2 = time.thread_time()
-        return t1 - t0, max(t2 - t1 - (t1 - t0), 0.0) / run
+        solver._solve_row(inputs, i, j0, j0 + run, out, done, 0)
+        return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        timed = list(pool.map(timed_row, zip(rows, starts, strict=True)))
-    row_seconds, pair_seconds = zip(*timed, strict=True)
-    return float(np.mean(row_seconds)), float(np.mean(pair_seconds))
+        return float(np.mean(list(pool.map(timed_row, zip(rows, starts, strict=True)))))
 
 
 def news_run(args) -> tuple[float, float, bool]:
@@ -249,8 +236,6 @@ def news_run(args) -> tuple[float, float, bool]:
     inputs = solver.prepare(documents, embeddings, "bow")
     n = inputs.n
     order, n_rows = pairs.solve_order(inputs.doc_ids, splits)
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
     folds = io.fold_indices(splits, inputs.doc_ids)
     roles = query_roles(folds, inputs.empty, None)
     all_queries = np.unique(np.concatenate([r.queries for r in roles]))
@@ -272,7 +257,7 @@ def news_run(args) -> tuple[float, float, bool]:
     lists = sum(len(t) for t in tasks.values())
     stats = search.SearchStats()
     with Clock() as clock:
-        pair_table, _ = search.search_queries(inputs, rank, tasks, args.threads, stats)
+        pair_table, _ = search.search_queries(inputs, tasks, args.threads, stats)
     q = len(sampled)
     knn_cpu = clock.cpu / q
     bounds_share = (stats.bound_seconds + stats.tight_seconds) / clock.cpu
@@ -292,15 +277,15 @@ def news_run(args) -> tuple[float, float, bool]:
 
     # the full mode: every train x all pair, timed the full mode's way
     ordered = solver.reorder(inputs, order)
-    row_s, pair_s = pair_seconds(ordered, n_rows, args.news_pairs, seed=5, threads=args.threads)
+    pair_s = pair_seconds(ordered, n_rows, args.news_pairs, seed=5, threads=args.threads)
     full_pairs = n_rows * n - n_rows * (n_rows + 1) // 2
-    full_cpu = n_rows * row_s + full_pairs * pair_s
+    full_cpu = full_pairs * pair_s
     knn_solves = stats.solves / q * len(all_queries)
     knn_total = knn_cpu * len(all_queries)
     print(
         f"   full: {full_pairs:,} solves (train x train and train x test), estimated "
         f"{full_cpu:,.0f} s CPU from a timed random sample of {args.news_pairs:,} pairs "
-        f"({1e3 * pair_s:.3f} ms per pair, {1e3 * row_s:.1f} ms per row of costs)",
+        f"({1e3 * pair_s:.3f} ms per pair)",
         flush=True,
     )
     print(
@@ -325,7 +310,7 @@ def news_run(args) -> tuple[float, float, bool]:
     with solver._blas().limit(limits=1, user_api="blas"):
         for p in picks.tolist():
             a, b = position[solved[p][0]], position[solved[p][1]]
-            a, b = (a, b) if rank[a] < rank[b] else (b, a)
+            a, b = (a, b) if inputs.doc_ids[a] < inputs.doc_ids[b] else (b, a)  # as wmd_pair
             t0 = time.thread_time()
             reduced = solver.wmd_pair(inputs, a, b)
             t1 = time.thread_time()
@@ -355,7 +340,7 @@ def news_run(args) -> tuple[float, float, bool]:
     # (every candidate solved, the same solver call and orientation as both modes)
     checked = np.sort(sampled[rng.choice(q, min(args.news_check, q), replace=False)])
     check_tasks = search.query_tasks(roles, inputs.empty, checked)
-    found = search.search_queries(inputs, rank, check_tasks, args.threads)
+    found = search.search_queries(inputs, check_tasks, args.threads)
     table = prepare_variant(documents, splits, {}, {"wmd": found}).wmd["wmd"]
     identical, solved_rows = True, 0
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(args.threads) as pool:
@@ -363,7 +348,7 @@ def news_run(args) -> tuple[float, float, bool]:
             mine = np.intersect1d(checked, role.queries)
             for x in mine.tolist():
                 row = np.array(
-                    list(pool.map(lambda c, x=x: _stored_pair(inputs, rank, x, c), role.candidates))
+                    list(pool.map(lambda c, x=x: _row_entry(inputs, x, c), role.candidates))
                 )
                 solved_rows += 1
                 want = rank_neighbours(row[None, :], role.k)
@@ -377,13 +362,9 @@ def news_run(args) -> tuple[float, float, bool]:
     return full_pairs / knn_solves, full_cpu / knn_total, identical
 
 
-def _stored_pair(inputs: solver.WmdInputs, rank: np.ndarray, x: int, c: int) -> float:
-    """The distance of pair (x, c) as a matrix holds it: solved in the solve order's
-    orientation, stored in float32; 0 on the diagonal."""
-    if x == c:
-        return 0.0
-    first, second = (x, c) if rank[x] < rank[c] else (c, x)
-    return float(np.float32(solver.wmd_pair(inputs, first, second)))
+def _row_entry(inputs: solver.WmdInputs, x: int, c: int) -> float:
+    """The distance of pair (x, c) as a full matrix holds it: 0 on the diagonal."""
+    return 0.0 if x == c else solver.wmd_pair(inputs, x, c)
 
 
 def share(solves: int, n: int) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 
 import numpy as np
@@ -23,8 +24,14 @@ GAMMAS = [round(0.005 * i, 3) for i in range(1, 21)]  # 0.005, 0.010, ..., 0.100
 # --------------------------------------------------------------------------- plain loops
 
 
+def loop_key(d):
+    """The tie rule written out for one number: d rounded to 32 significant bits."""
+    mantissa, exponent = math.frexp(float(d))
+    return math.ldexp(round(mantissa * 2**32), exponent - 32)
+
+
 def loop_neighbours(row, k):
-    ranked = sorted((d, j) for j, d in enumerate(row) if np.isfinite(d))
+    ranked = sorted((loop_key(d), j) for j, d in enumerate(row) if np.isfinite(d))
     chosen = [j for _, j in ranked[:k]]
     return chosen + [-1] * (k - len(chosen))
 
@@ -45,7 +52,7 @@ def loop_wknn(row, y_train, k, gamma):
     chosen = [j for j in loop_neighbours(row, k) if j >= 0]
     if not chosen:
         return -1, False
-    d = np.array([row[j] for j in chosen], dtype=np.float64)
+    d = np.array([loop_key(row[j]) for j in chosen], dtype=np.float64)
     weights = np.exp(-(d - d[0]) / gamma)
     totals = {}
     for j, w in zip(chosen, weights, strict=True):

@@ -465,7 +465,7 @@ def test_run_vector_matrix_writes_the_variants_matrix_or_nothing(tmp_path):
     doc_ids, got = io.read_distances(out)
     expected = external.vector_distance_matrix(np.sort(list(BAGS)), ids, vectors, "l1", "v")
     np.testing.assert_array_equal(doc_ids, sorted(BAGS))
-    np.testing.assert_array_equal(got, expected.astype(np.float32))
+    np.testing.assert_array_equal(got, expected)
     assert pq.read_schema(out).metadata[b"metric"] == b"l1"
     for metric, ids_path in (("manhattan", tmp_path / "ids.txt"), ("l1", None)):
         failed = tmp_path / "failed.parquet"

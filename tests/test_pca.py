@@ -115,13 +115,13 @@ def test_project_embeddings_fits_one_row_per_word_occurrence(tmp_path):
     )
     projected = io.read_table(tmp_path / "pca.parquet")
 
-    assert projected.schema == schemas.embeddings_schema(2)
+    assert projected.schema == schemas.embeddings_schema(2, pa.float64())
     out_words, out_vectors = embedding_matrix(projected)
     assert out_words == words
     # The vectors as they would be stored in a .mat file: one per (document, word).
     stored = vectors[[0, 1, 2, 0, 3, 0, 1, 4, 2, 3, 4]]
     expected = PCA(n_components=2, svd_solver="full").fit(stored).transform(vectors)
-    _same_up_to_sign(out_vectors, expected, atol=1e-5)  # float32 on disk
+    _same_up_to_sign(out_vectors, expected, atol=1e-5)  # the input vectors are float32
     # Not re-normalised: the norm column is the norm of the projected vector.
     np.testing.assert_allclose(
         projected.column("norm").to_numpy(), np.linalg.norm(out_vectors, axis=1), rtol=1e-6

@@ -76,10 +76,10 @@ def test_block_runtime_is_the_work_of_every_pair_in_a_plain_loop(tmp_path):
 def test_gather_and_matrix_job_memory(tmp_path):
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
-    # 1000 MB plus the float32 500 x 500 matrix (1 MB) three times
-    assert resources.gather_mem_mb(path) == 1003
-    assert resources.matrix_job_mem_mb(path) == 3003
-    assert resources.matrix_job_mem_mb(path, attempt=2) == 6006
+    # 1000 MB plus the float64 500 x 500 matrix (2 MB) three times
+    assert resources.gather_mem_mb(path) == 1006
+    assert resources.matrix_job_mem_mb(path) == 3006
+    assert resources.matrix_job_mem_mb(path, attempt=2) == 6012
     # before the documents exist (a dry run)
     assert resources.gather_mem_mb(tmp_path / "absent.parquet") == 2000
     assert resources.matrix_job_mem_mb(tmp_path / "absent.parquet", attempt=3) == 12000

@@ -63,12 +63,9 @@ def full_matrix(inputs: solver.WmdInputs, splits: pa.Table | None) -> np.ndarray
 
 
 def knn_tables(inputs, splits, settings=None, n_shards=1, threads=1, stats=None):
-    order, _ = pairs.solve_order(inputs.doc_ids, splits)
-    rank = np.empty(inputs.n, dtype=np.int64)
-    rank[order] = np.arange(inputs.n)
     folds = io.fold_indices(splits, inputs.doc_ids)
     parts = [
-        search.search_shard(inputs, rank, folds, settings, s, n_shards, threads, stats)
+        search.search_shard(inputs, folds, settings, s, n_shards, threads, stats)
         for s in range(n_shards)
     ]
     return pa.concat_tables([p for p, _ in parts]), pa.concat_tables([c for _, c in parts])

@@ -488,8 +488,6 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
         "2-of-3",
         "--threads",
         "1",
-        "--train-first",
-        "yes",
         "--out-pairs",
         str(shard),
         "--out-certificates",

@@ -339,7 +339,7 @@ def test_wmd_search_command_runs_with_wrd(tmp_path):
     io.write_table(emb, paths["emb"])
     argv = ["wmd-search", "--documents", str(paths["docs"]), "--splits", str(paths["splits"])]
     argv += ["--embeddings", str(paths["emb"]), "--weighting", "wrd", "--settings", "null"]
-    argv += ["--shard", "1-of-1", "--threads", "2", "--train-first", "no"]
+    argv += ["--shard", "1-of-1", "--threads", "2"]
     argv += ["--out-pairs", str(tmp_path / "p.parquet")]
     argv += ["--out-certificates", str(tmp_path / "c.parquet")]
     assert main(argv) == 0

@@ -71,7 +71,7 @@ rule wmd_gather:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # the float32 matrix twice (assembly and Parquet) plus one block in flight
+        # the float64 matrix twice (assembly and Parquet) plus one block in flight
         mem_mb=lambda wildcards, input, attempt: gather_mem_mb(input.documents)
         * attempt,
         runtime=30,
@@ -164,12 +164,11 @@ rule wmd_search:
     params:
         weighting=transport_weighting,
         settings=spec_json(config["evaluation"]),
-        train_first="yes" if config["wmd"]["skip_test_pairs"] else "no",
     shell:
         "wmdeval wmd-search --documents {input.documents} --splits {input.splits}"
         " --embeddings {input.embeddings} --weighting {params.weighting}"
         " --settings {params.settings:q} --shard {wildcards.shard} --threads {threads}"
-        " --train-first {params.train_first} --out-pairs {output.pairs}"
+        " --out-pairs {output.pairs}"
         " --out-certificates {output.certificates} 2> {log}"
 
 

@@ -20,7 +20,7 @@ rule evaluate:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # the WMD matrices (float32 n x n each) plus a float64 working block
+        # the WMD matrices (float64 n x n each) plus a float64 working block
         mem_mb=matrix_job_mem_mb,
         runtime=60,
     params:

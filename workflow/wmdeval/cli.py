@@ -59,12 +59,6 @@ def block_name(text: str) -> tuple[int, int]:
     return item - 1, total
 
 
-def yes_no(text: str) -> bool:
-    if text not in ("yes", "no"):
-        raise argparse.ArgumentTypeError(f"expected yes or no, got {text!r}")
-    return text == "yes"
-
-
 def name_and_path(text: str) -> tuple[str, str]:
     """``NAME=PATH`` -> (name, path)."""
     name, sep, path = text.partition("=")
@@ -358,12 +352,6 @@ COMMANDS: tuple[Command, ...] = (
             Arg("--settings", "settings", "the evaluation config (JSON): query roles", json_value),
             Arg("--shard", ("shard", "n_shards"), "N-of-M (1-based)", block_name),
             Arg("--threads", "threads", "solver threads", int),
-            Arg(
-                "--train-first",
-                "train_first",
-                "yes: orient pairs like wmd.skip_test_pairs's solve order (one-fold data)",
-                yes_no,
-            ),
             path("--out-pairs", "out_pairs"),
             path("--out-certificates", "out_certificates"),
         ),

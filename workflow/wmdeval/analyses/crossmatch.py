@@ -274,7 +274,7 @@ def min_distance_perfect_matching(dist: np.ndarray) -> np.ndarray:
         raise ValueError("distances must be finite (drop undefined documents first)")
     if n == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    dist = (dist + dist.T) / 2  # float32 input can be slightly asymmetric
+    dist = (dist + dist.T) / 2  # a user's matrix can be slightly asymmetric
     sigma, y = _assignment_bound(dist)
     cycles = _cycles(sigma)
     if all(len(c) % 2 == 0 for c in cycles):

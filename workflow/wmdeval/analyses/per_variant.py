@@ -7,7 +7,7 @@ with their own table or figure rule. For one dataset variant they all read the s
 documents and WMD matrices, so the workflow runs the enabled ones in one job:
 
 - the matrices are read, and held in memory, once rather than once per analysis (on
-  20news the two float32 WMD matrices take 2.8 GB);
+  20news the two float64 WMD matrices take 5.7 GB);
 - on the demo, each analysis's own work is a fraction of a second, less than starting a
   Python process with numpy, pyarrow and scipy; one job instead of five is what keeps
   the analyses under a fifth of the demo's run time (README "Analyses").

@@ -30,7 +30,7 @@ import pyarrow as pa
 from ..core import io, schemas
 from ..core.methods import WMD_METHODS, Method
 from ..core.roles import complete_settings, fold_lists, validation_split, validation_splits
-from ..core.variant import Distances, Neighbours, Variant, rank_neighbours
+from ..core.variant import Distances, Neighbours, Variant, rank_neighbours, tie_key
 from ..distances.factory import BaselineDistances, method_distances, prepare_variant
 
 log = logging.getLogger("wmdeval.classification.knn")
@@ -98,13 +98,16 @@ def wknn_vote(neighbours: Neighbours, y_train: np.ndarray, gamma: float) -> tupl
 
     The weights are computed as exp(-(d - d_nearest) / gamma), the same up to a
     per-row factor, so the winning label is unchanged but the nearest neighbour
-    always weighs 1 and the weights cannot all underflow to 0. Returns the
+    always weighs 1 and the weights cannot all underflow to 0. d is the distance's
+    :func:`~wmdeval.core.variant.tie_key`, as ranked. Returns the
     predictions (int64 [queries]) and the number of queries whose naive weights would
     all have been 0 (exp(-d_nearest / gamma) == 0).
     """
     index = np.asarray(neighbours.index, dtype=np.int64)
     valid = index >= 0
-    d = np.asarray(neighbours.distance, dtype=np.float64)
+    # Weights from the distances as the ranking compared them, so that tied neighbours
+    # weigh exactly the same and rounding noise cannot decide a vote either.
+    d = tie_key(neighbours.distance)
     nearest = d[:, :1]  # neighbours are ordered, so slot 0 holds the row's minimum
     weights = np.where(valid, np.exp(-(d - nearest) / gamma), 0.0)
     has_neighbour = valid[:, 0] if valid.shape[1] else np.zeros(len(valid), dtype=bool)

@@ -64,6 +64,19 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.T
     return table
 
 
+def require_float64(table: pa.Table, column: str, path: str | os.PathLike) -> None:
+    """Refuse (WmdevalError) a stored distance column that is not float64 (or a list of
+    float64): files from before distances were stored in float64 must be recomputed."""
+    kind = table.schema.field(column).type
+    values = kind.value_type if pa.types.is_list(kind) else kind
+    if not pa.types.is_float64(values):
+        raise WmdevalError(
+            f"{path}: column {column!r} holds {values}, expected float64 (a file written by an "
+            "older wmdeval, which stored distances in float32); delete it and rerun to "
+            "recompute it"
+        )
+
+
 def read_tables(
     paths: Sequence[str | os.PathLike],
     schema: pa.Schema,
@@ -90,11 +103,12 @@ def write_distances(
     path: str | os.PathLike,
     metadata: dict[str, str] | None = None,
 ) -> None:
-    """Write a square matrix as a DISTANCES table (float32 on disk)."""
+    """Write a square matrix as a DISTANCES table (float64 on disk: the tie rule compares
+    distances at 32 significant bits, more than float32 holds)."""
     n = len(doc_ids)
     if matrix.shape != (n, n):
         raise ValueError(f"matrix shape {matrix.shape} does not match {n} doc ids")
-    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1))
+    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float64).reshape(-1))
     offsets = pa.array(np.arange(0, n * n + 1, n, dtype=np.int32))
     column = pa.ListArray.from_arrays(offsets, flat)
     table = pa.table({"doc_id": pa.array(np.asarray(doc_ids, dtype=np.int32)), "distances": column})
@@ -105,8 +119,11 @@ def write_distances(
 
 
 def read_distances(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read a DISTANCES table: (doc_ids int32 [n], matrix float32 [n, n])."""
+    """Read a DISTANCES table: (doc_ids int32 [n], matrix float64 [n, n]). A float32
+    file (written by wmdeval before distances were stored in float64) is refused: its
+    values lost the precision the tie rule relies on."""
     table = read_table(path, schemas.DISTANCES)
+    require_float64(table, "distances", path)
     doc_ids = table.column("doc_id").to_numpy()
     n = len(doc_ids)
     values = table.column("distances").combine_chunks().flatten().to_numpy(zero_copy_only=False)

@@ -42,15 +42,16 @@ SPLITS = pa.schema(
 
 
 #: The dataset's vocabulary looked up in its embedding (``vectors/embeddings.parquet``):
-#: only words of the corpus that the embedding knows, sorted by word.
-def embeddings_schema(dim: int) -> pa.Schema:
+#: only words of the corpus that the embedding knows, sorted by word. float32, as the
+#: embedding files hold them; the PCA projections of Table 8 (``vectors/pca<dim>.parquet``)
+#: are float64 (``value_type``), computed values that WMD must see unrounded.
+def embeddings_schema(dim: int, value_type: pa.DataType | None = None) -> pa.Schema:
+    value_type = pa.float32() if value_type is None else value_type
     return pa.schema(
         [
             _field("word", pa.string(), "the word"),
-            _field(
-                "vector", pa.list_(pa.float32(), dim), "embedding (L2-normalised if configured)"
-            ),
-            _field("norm", pa.float32(), "L2 norm of the vector as read, before normalisation"),
+            _field("vector", pa.list_(value_type, dim), "embedding (L2-normalised if configured)"),
+            _field("norm", value_type, "L2 norm of the vector as read, before normalisation"),
         ]
     )
 
@@ -82,7 +83,7 @@ NEIGHBOUR_PAIRS = pa.schema(
     [
         _field("query", pa.int32(), "doc_id of the query document"),
         _field("candidate", pa.int32(), "doc_id of a candidate whose WMD was solved"),
-        _field("distance", pa.float32(), "exact WMD, float32 as in a gathered matrix"),
+        _field("distance", pa.float64(), "exact WMD, float64 as in a gathered matrix"),
     ]
 )
 
@@ -108,7 +109,7 @@ NEIGHBOUR_CERTIFICATES = pa.schema(
 DISTANCES = pa.schema(
     [
         _field("doc_id", pa.int32(), "document id of this row"),
-        _field("distances", pa.list_(pa.float32()), "distance to each document, float32"),
+        _field("distances", pa.list_(pa.float64()), "distance to each document, float64"),
     ]
 )
 

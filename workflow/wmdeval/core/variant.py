@@ -7,9 +7,11 @@ Classification and every analysis see a variant the same way:
   array. :func:`positions` is the one doc_id -> position mapping;
 - the distances of the variant under one method, a :class:`Distances`: ``block(rows,
   cols)`` for dense distances between positions, ``nearest(rows, cols, k)`` for the k
-  nearest columns of each row by the kNN tie rule, ``empty`` for the documents without
-  any defined distance. The rule "an empty document has no defined distance" (NaN in
-  its row and column) is applied in :meth:`Distances.block`, nowhere else.
+  nearest columns of each row by the kNN tie rule (distances compared at
+  :data:`TIE_BITS` significant bits, :func:`tie_key`; ties to the lower index), ``empty``
+  for the documents without any defined distance. The rule "an empty document has no
+  defined distance" (NaN in its row and column) is applied in :meth:`Distances.block`,
+  nowhere else; the tie rule in :func:`rank_neighbours`, nowhere else.
 
 Implementations here: :class:`DenseDistances` (a full matrix, e.g. a WMD DISTANCES file
 reordered to doc_id order once) and :class:`NeighbourTable` (the pairs an exact kNN
@@ -64,12 +66,45 @@ def positions(doc_ids: np.ndarray, wanted_ids: np.ndarray, what: str) -> np.ndar
 
 # --------------------------------------------------------------------------- ranking
 
+#: Significant bits a distance keeps when distances are compared (docs/protocol.md §11,
+#: "Exact ties"): 32 bits, about 9.6 decimal digits. Distances equal in exact arithmetic
+#: come out of float64 sums and solves a few ulps (~1e-16 relative) apart; rounded to 32
+#: bits they almost always coincide (they straddle a rounding boundary with probability
+#: about their difference / 2**-32, ~1e-6), so the protocol's tie rule (lower index
+#: first) decides, not the rounding noise. Distances more than 2**-31 apart relative
+#: always keep their order.
+TIE_BITS = 32
+
+#: Relative width that covers every value rounding to the same key as x: |y - x| <=
+#: |x| * TIE_SPAN (1.5 quanta of the larger binade, rounded up to 2**-30).
+TIE_SPAN = 2.0**-30
+
+
+def tie_key(values: np.ndarray | float) -> np.ndarray:
+    """The value every ranking compares: each distance rounded to TIE_BITS significant
+    bits (round half to even), float64, of the same shape.
+
+    A function of the value alone, so it cannot depend on the order of evaluation, and
+    monotone (x <= y gives tie_key(x) <= tie_key(y)), so a lower bound on a distance is a
+    lower bound on its key. Exact zeros stay 0.0 (and -0.0 becomes 0.0); inf and NaN are
+    kept. Two distances tie when their keys are equal.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    mantissa, exponent = np.frexp(x)  # x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1
+    with np.errstate(over="ignore"):
+        key = np.ldexp(np.round(np.ldexp(mantissa, TIE_BITS)), exponent - TIE_BITS)
+    # Rounding up the largest finite doubles gives inf, which would rank as "undefined".
+    finite_max = np.finfo(np.float64).max
+    key = np.where(np.isfinite(x), np.clip(key, -finite_max, finite_max), x)
+    return key + 0.0
+
 
 def rank_neighbours(dist: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the k nearest columns of every row, nearest first.
 
-    ``dist``: [rows, cols] distances of any float dtype. Order is by (distance, column
-    index): ties go to the lower column. Non-finite distances (NaN: undefined) are never
+    ``dist``: [rows, cols] distances of any float dtype. Order is by (:func:`tie_key` of
+    the distance, column index): distances equal at TIE_BITS significant bits tie, and
+    ties go to the lower column. Non-finite distances (NaN: undefined) are never
     neighbours: where a row has fewer than k finite distances the remaining slots hold
     -1. Returns int64 [rows, k].
     """
@@ -84,16 +119,18 @@ def rank_neighbours(dist: np.ndarray, k: int) -> np.ndarray:
         return neighbours
     if kk < n_cols:
         # argpartition finds the k-th smallest value, but which of several columns
-        # equal to it land in the first k is arbitrary; so take every column up to
-        # and including that value and order those exactly.
+        # tied with it land in the first k is arbitrary; so take every column whose
+        # value could round to the k-th's key (the key is monotone, so the k-th
+        # smallest key is the key of the k-th smallest value) and order those exactly.
         part = np.argpartition(keys, kk - 1, axis=1)
         kth = np.take_along_axis(keys, part[:, kk - 1 : kk], axis=1)
-        candidate = keys <= kth
+        candidate = keys <= kth + np.abs(kth) * TIE_SPAN  # all, where kth is inf
     else:
         candidate = np.ones_like(keys, dtype=bool)
     rows, cols = np.nonzero(candidate)  # row-major: columns ascending within a row
-    # lexsort is stable, so equal distances keep ascending column order.
-    order = np.lexsort((keys[rows, cols], rows))
+    # Keys only for the candidates (about k per row), not the whole block. lexsort is
+    # stable, so equal keys keep ascending column order.
+    order = np.lexsort((tie_key(keys[rows, cols]), rows))
     per_row = np.count_nonzero(candidate, axis=1)  # >= kk for every row
     starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
     nearest = cols[order[starts[:, None] + np.arange(kk)]]
@@ -135,9 +172,10 @@ class Distances:
     - ``block(rows, cols)``: float64 [len(rows), len(cols)], a fresh array the caller may
       write to; NaN = undefined, always in the rows and columns of empty documents.
     - ``nearest(rows, cols, k)``: :class:`Neighbours` of every row among ``cols`` by the
-      kNN tie rule (distance, then lower index in ``cols``; with ``cols`` sorted, as fold
-      lists are, the lower position, i.e. the lower doc_id); -1 where fewer than k are
-      defined. Exactly :func:`rank_neighbours` of ``block(rows, cols)``.
+      kNN tie rule (:func:`tie_key` of the distance, then lower index in ``cols``; with
+      ``cols`` sorted, as fold lists are, the lower position, i.e. the lower doc_id); -1
+      where fewer than k are defined. Exactly :func:`rank_neighbours` of ``block(rows,
+      cols)``. Every ranking of the workflow goes through here.
 
     Extension point: an implementation that holds only some pairs (a neighbour table from
     an exact kNN search, :class:`NeighbourTable`) overrides ``nearest`` and ``block``, and
@@ -186,7 +224,7 @@ def _nan_per_row(matrix: np.ndarray, chunk: int = 2048) -> np.ndarray:
 
 
 class DenseDistances(Distances):
-    """A full square matrix over the variant's positions (float32 or float64).
+    """A full square matrix over the variant's positions (float64 as stored; any float).
 
     ``empty`` defaults to the all-NaN rows of the matrix; pass the documents without
     words to add them (a document can be empty for a method though the matrix holds a
@@ -232,7 +270,7 @@ class DenseDistances(Distances):
         return cls(matrix, empty, what)
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        # fancy indexing copies; the cast copies again only for a float32 matrix
+        # fancy indexing copies; the cast copies again only for a non-float64 matrix
         return self.matrix[np.ix_(rows, cols)].astype(np.float64, copy=False)
 
 
@@ -241,11 +279,12 @@ class NeighbourTable(Distances):
     list what proves its top k complete (``wmd.mode: knn``).
 
     ``pairs``: NEIGHBOUR_PAIRS rows as positions (``query``, ``candidate`` int64 arrays
-    and ``distance``, the stored float32 values), each pair once per query;
+    and ``distance``, the stored float64 values), each pair once per query;
     ``certificates``: candidate-list key (:func:`wmdeval.core.roles.candidates_key`) ->
     (sorted query positions, k, unsolved bound) arrays. A certificate says that every
     candidate of the list that is not among the query's pairs has a WMD lower bound of
-    at least the unsolved bound, which exceeds the query's k-th distance in the list.
+    at least the unsolved bound, whose :func:`tie_key` exceeds the key of the query's k-th
+    distance in the list (so it can neither be nearer nor tie with it).
 
     ``nearest(rows, cols, k)`` ranks the solved pairs of each row inside ``cols`` exactly
     as :func:`rank_neighbours` ranks a dense block, after checking that ``cols`` was
@@ -305,8 +344,9 @@ class NeighbourTable(Distances):
     @classmethod
     def from_distances(cls, distances: Distances, roles) -> NeighbourTable:
         """The tightest table for ``roles`` (:class:`wmdeval.core.roles.QueryRole`) from
-        known distances: each query holds its candidates up to its k-th distance (ties
-        included), and the next larger distance serves as the unsolved bound."""
+        known distances: each query holds its candidates up to its k-th distance (ties under
+        :func:`tie_key` included), and the smallest distance whose key is larger serves as
+        the unsolved bound."""
         from .roles import candidates_key
 
         queries, candidates, values, certificates = [], [], [], {}
@@ -320,11 +360,12 @@ class NeighbourTable(Distances):
             for r, q in enumerate(role.queries.tolist()):
                 row = dist[r]
                 last = found[r][found[r] >= 0]
-                kth = row[last[-1]] if len(last) == role.k else np.inf
-                inside = np.isfinite(row) & (row <= kth)
+                kth = tie_key(row[last[-1]]) if len(last) == role.k else np.inf
+                key = tie_key(row)
+                inside = np.isfinite(row) & (key <= kth)
                 for c in np.flatnonzero(inside).tolist():
                     kept[(q, int(role.candidates[c]))] = row[c]
-                beyond = row[np.isfinite(row) & (row > kth)]
+                beyond = row[np.isfinite(row) & (key > kth)]
                 cert_q.append(q)
                 cert_k.append(role.k)
                 cert_bound.append(beyond.min() if len(beyond) else np.inf)
@@ -388,8 +429,12 @@ class NeighbourTable(Distances):
             got_distance = _with_distances(got, dist).distance
             distance[part] = got_distance
             at = found[start : start + 2048]
+            # Compared as the ranking compares: a candidate left unsolved has a key above
+            # the k-th's, so it can neither be nearer nor tie with it.
             complete = np.isinf(cert_bound[at]) | (
-                (k <= cert_k[at]) & (got[:, -1] >= 0) & (cert_bound[at] > got_distance[:, -1])
+                (k <= cert_k[at])
+                & (got[:, -1] >= 0)
+                & (tie_key(cert_bound[at]) > tie_key(got_distance[:, -1]))
             )
             if not complete.all():
                 raise WmdevalError(
@@ -464,6 +509,8 @@ class Variant:
 
 __all__ = [
     "positions",
+    "TIE_BITS",
+    "tie_key",
     "rank_neighbours",
     "Neighbours",
     "Distances",

@@ -176,7 +176,7 @@ def run_embedding_matrix(
     documents_path, embeddings_path, method: str, out_path, threads: int = 1
 ) -> None:
     """Write the ``method`` matrix (one of METHODS) of a documents file as a DISTANCES
-    file: float32, rows and columns in doc_id order, ``{"method": method}`` metadata.
+    file: float64, rows and columns in doc_id order, ``{"method": method}`` metadata.
 
     Reads DOCUMENTS and an embeddings table (``word``, ``vector``), prepared with the
     "bow" weighting. An unknown method, ``threads`` < 1, a doc_id listed twice or bad

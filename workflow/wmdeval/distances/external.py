@@ -43,8 +43,6 @@ METRICS = ("cosine", "l2", "l1")
 CHUNK_ENTRIES = 1 << 20
 #: How many doc_ids an error lists.
 SHOWN = 5
-#: Largest value a DISTANCES file (float32) can hold; beyond it a value would turn inf.
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: "package.module:function", the function possibly a dotted path inside the module.
 SPEC = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
@@ -100,17 +98,6 @@ def _rows_by_id(doc_ids: np.ndarray, file_ids: np.ndarray, source: str, what: st
             f"document(s): doc_id {_listed(missing)}"
         )
     return order[found]
-
-
-def _check_storable(matrix: np.ndarray, row_ids, col_ids, source: str) -> None:
-    """A finite value beyond float32's range would be stored as inf: say where instead."""
-    too_large = np.isfinite(matrix) & (np.abs(matrix) > FLOAT32_MAX)
-    if too_large.any():
-        r, c = np.argwhere(too_large)[0]
-        raise io.WmdevalError(
-            f"{source}: distance {matrix[r, c]:g} for doc_id {int(row_ids[r])} x doc_id "
-            f"{int(col_ids[c])} is too large for float32 storage"
-        )
 
 
 def _integer_ids(table: pa.Table, path, column: str = "doc_id") -> np.ndarray:
@@ -549,16 +536,16 @@ def shard_rows(n: int, shard: str) -> tuple[int, int]:
 
 
 def _distance_rows(row_ids: np.ndarray, block: np.ndarray, metadata: dict[str, str]) -> pa.Table:
-    """Rows of a DISTANCES table: doc_id of each row and its distances as float32."""
+    """Rows of a DISTANCES table: doc_id of each row and its distances as float64."""
     n_cols = block.shape[1]
-    # list<float32> has 32-bit offsets: at most 2**31 values in one array, so cut in chunks
+    # list<float64> has 32-bit offsets: at most 2**31 values in one array, so cut in chunks
     per_chunk = max(1, (1 << 27) // n_cols)
     chunks = []
     for start in range(0, len(block), per_chunk):
-        part = np.ascontiguousarray(block[start : start + per_chunk], dtype=np.float32)
+        part = np.ascontiguousarray(block[start : start + per_chunk], dtype=np.float64)
         offsets = pa.array(np.arange(0, part.size + 1, n_cols, dtype=np.int32))
         chunks.append(pa.ListArray.from_arrays(offsets, pa.array(part.reshape(-1))))
-    distances = pa.chunked_array(chunks, type=pa.list_(pa.float32()))
+    distances = pa.chunked_array(chunks, type=pa.list_(pa.float64()))
     table = pa.table({"doc_id": pa.array(row_ids.astype(np.int32)), "distances": distances})
     return table.cast(schemas.DISTANCES.with_metadata(metadata))
 
@@ -570,7 +557,7 @@ def run_callable_shard(documents_path, embeddings_path, function_spec, shard, ou
     dataset's embeddings (Parquet with word, vector, norm), imports ``function_spec`` (see
     :func:`load_callable`, :func:`callable_block`), and writes a Parquet file with the
     DISTANCES schema holding only the shard's rows, each with its full row of distances
-    (float32), atomically, with ``{"function", "shard"}`` metadata. Everything is checked
+    (float64), atomically, with ``{"function", "shard"}`` metadata. Everything is checked
     before the function runs; bad input is a WmdevalError and nothing is written.
     """
     _parse_shard(shard)
@@ -595,7 +582,6 @@ def run_callable_shard(documents_path, embeddings_path, function_spec, shard, ou
         n,
         time.perf_counter() - started,
     )
-    _check_storable(block, doc_ids[start:stop], doc_ids, f"function {function_spec!r}")
     table = _distance_rows(doc_ids[start:stop], block, {"function": function_spec, "shard": shard})
     io.write_table(table, out_path)
 
@@ -606,12 +592,12 @@ def run_callable_gather(documents_path, shard_paths: Sequence, out_path) -> None
     ``shard_paths`` in shard order: their rows, one after the other, must be every
     document of the variant once, in ascending doc_id order, each row as long as there
     are documents, with values finite or NaN, and all from one function. Writes the
-    DISTANCES matrix (float32, ``{"function"}`` metadata) with :func:`io.write_distances`;
+    DISTANCES matrix (float64, ``{"function"}`` metadata) with :func:`io.write_distances`;
     anything else is a one-line WmdevalError naming the shard, and nothing is written.
     """
     doc_ids = _sorted_documents(documents_path).column("doc_id").to_numpy()
     n = len(doc_ids)
-    matrix = np.empty((n, n), dtype=np.float32)
+    matrix = np.empty((n, n), dtype=np.float64)
     filled = 0
     functions: dict[str, str] = {}
     for path in shard_paths:
@@ -687,7 +673,6 @@ def run_vector_matrix(documents_path, vectors_path, ids_path=None, *, metric, ou
         time.perf_counter() - started,
         undefined,
     )
-    _check_storable(matrix, doc_ids, doc_ids, str(vectors_path))
     metadata = {"metric": metric, "vectors": Path(vectors_path).name}
     io.write_distances(matrix, doc_ids, out_path, metadata=metadata)
 
@@ -701,5 +686,4 @@ def run_precomputed_matrix(documents_path, matrix_path, out_path) -> None:
     doc_ids = _sorted_documents(documents_path).column("doc_id").to_numpy()
     matrix = read_precomputed_matrix(matrix_path, doc_ids)
     LOG.info("%d x %d submatrix of %s", len(doc_ids), len(doc_ids), matrix_path)
-    _check_storable(matrix, doc_ids, doc_ids, str(matrix_path))
     io.write_distances(matrix, doc_ids, out_path, metadata={"matrix": Path(matrix_path).name})

@@ -405,16 +405,20 @@ def lookup(words: list[str], matrix: np.ndarray, normalize: bool, source: str) -
     return embeddings_table(known, matrix, norms)
 
 
-def embeddings_table(words: list[str], matrix: np.ndarray, norms: np.ndarray) -> pa.Table:
+def embeddings_table(
+    words: list[str], matrix: np.ndarray, norms: np.ndarray, dtype: type = np.float32
+) -> pa.Table:
+    """An embeddings table (schemas.embeddings_schema) of ``matrix``'s rows, stored as
+    ``dtype`` (float32 for looked-up vectors, float64 for computed projections)."""
     dim = matrix.shape[1]
-    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1))
+    flat = pa.array(np.ascontiguousarray(matrix, dtype=dtype).reshape(-1))
     return pa.table(
         {
             "word": pa.array(words, pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
-            "norm": pa.array(norms.astype(np.float32)),
+            "norm": pa.array(np.asarray(norms, dtype=dtype)),
         },
-        schema=schemas.embeddings_schema(dim),
+        schema=schemas.embeddings_schema(dim, pa.from_numpy_dtype(dtype)),
     )
 
 

@@ -99,7 +99,7 @@ def _n_documents(documents_path) -> int | None:
 
 
 def gather_mem_mb(documents_path) -> int:
-    """Memory (MB) of the gather job: the float32 n x n matrix about three times over.
+    """Memory (MB) of the gather job: the float64 n x n matrix about three times over.
 
     2000 before the documents exist (a dry run) or when the file is not Parquet.
     """
@@ -107,15 +107,15 @@ def gather_mem_mb(documents_path) -> int:
 
 
 def _gather_mb(n: int | None) -> int:
-    return 2000 if n is None else int(np.ceil(1000 + 3 * 4 * n * n / 1e6))
+    return 2000 if n is None else int(np.ceil(1000 + 3 * 8 * n * n / 1e6))
 
 
 def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> int:
-    """Memory (MB) of a job that holds ``n_matrices`` of a variant's float32 distance
+    """Memory (MB) of a job that holds ``n_matrices`` of a variant's float64 distance
     matrices plus a float64 working block: the gather job's memory (three matrices' worth)
     with one more matrix for each beyond two, and 2000 more, times ``attempt``."""
     n = _n_documents(documents_path)
-    extra = int(np.ceil(4 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
+    extra = int(np.ceil(8 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
     return (_gather_mb(n) + extra + 2000) * attempt
 
 

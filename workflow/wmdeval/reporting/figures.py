@@ -750,7 +750,7 @@ def documents_in_order(documents: pa.Table, doc_ids: np.ndarray) -> pa.Table:
 
 
 def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray, block_rows: int = 1024) -> np.ndarray:
-    """BOW (L1/L1) distances (float32, like stored WMD) between ``doc_ids``, in that order.
+    """BOW (L1/L1) distances (float64, like stored WMD) between ``doc_ids``, in that order.
 
     Documents without words get NaN rows and columns, as in a WMD matrix.
     """
@@ -760,7 +760,7 @@ def bow_l1_matrix(documents: pa.Table, doc_ids: np.ndarray, block_rows: int = 10
     bow = BaselineDistances(
         counts, methods.BY_SLUG["bow-l1-l1"], everyone, np.diff(counts.indptr) == 0
     )
-    out = np.empty((len(doc_ids), len(doc_ids)), dtype=np.float32)
+    out = np.empty((len(doc_ids), len(doc_ids)), dtype=np.float64)
     for start in range(0, len(doc_ids), block_rows):
         block = everyone[start : start + block_rows]
         out[block] = bow.block(block, everyone)

@@ -52,11 +52,12 @@ def to_document_positions(table: pa.Table, order: np.ndarray) -> pa.Table:
 
 
 def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = None) -> np.ndarray:
-    """Symmetric float32 [n, n] matrix from WMD_BLOCK tables covering every pair once.
+    """Symmetric float64 [n, n] matrix from WMD_BLOCK tables covering every pair once.
 
     ``blocks``: any iterable (run_gather reads the files one at a time) of tables whose
     pairs are (i < j) positions in the documents' own order; their float64 distances are
-    rounded to float32. A pair outside the grid, missing or repeated is a WmdevalError.
+    kept as they are (the tie rule compares them at 32 significant bits, which float32
+    would not hold). A pair outside the grid, missing or repeated is a WmdevalError.
     ``unsolved``: boolean [n], documents whose pairs among themselves were not solved (a
     one-fold test set); those entries are NaN.
 
@@ -64,8 +65,8 @@ def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     its diagonal too. (With fewer than two non-empty documents that cannot be told apart
     from the data; such a matrix is all NaN.)
     """
-    unseen = np.float32(-1.0)  # distances are >= 0 or NaN
-    matrix = np.full((n, n), unseen, dtype=np.float32)
+    unseen = -1.0  # distances are >= 0 or NaN
+    matrix = np.full((n, n), unseen, dtype=np.float64)
     rows = 0
     for table in blocks:
         rows += table.num_rows
@@ -76,7 +77,7 @@ def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = Non
             j = part.column("j").to_numpy().astype(np.int64)
             if not ((0 <= i).all() and (i < j).all() and (j < n).all()):
                 raise io.WmdevalError(f"a block has a pair outside 0 <= i < j < {n}")
-            d = part.column("distance").to_numpy().astype(np.float32)
+            d = part.column("distance").to_numpy().astype(np.float64)
             matrix[i, j] = d
             matrix[j, i] = d
     k = 0 if unsolved is None else int(np.count_nonzero(unsolved))
@@ -222,7 +223,7 @@ def run_gather(
     """Gather block files into a DISTANCES file over the documents' doc_ids.
 
     ``block_paths``: every WMD_BLOCK file of the matrix, in any order; ``splits_path`` the
-    same as for :func:`run_block`. The matrix is float32, in document order, stored with
+    same as for :func:`run_block`. The matrix is float64, in document order, stored with
     ``{"method": method_name}`` metadata; see :func:`gather` for the NaN rules.
     """
     doc_ids = io.read_documents(documents_path).column("doc_id").to_numpy()

@@ -39,8 +39,9 @@ from .solver import WmdInputs, _distances, word_costs
 MAX_ENTRIES = 1 << 24
 
 #: Relative part of the safety margin: well above float64 rounding of sums of a few
-#: hundred terms and above float32's relative spacing (1.2e-7), in which distances are
-#: stored and ranked.
+#: hundred terms, above float32's relative spacing (1.2e-7) of the bounds' word-cost
+#: tables, and far above the tie key's rounding (2**-31 relative, core.variant.TIE_BITS),
+#: so that a pruned candidate cannot tie with the k-th distance.
 RELATIVE_MARGIN = 1e-6
 
 
@@ -88,8 +89,8 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
 
 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:
-    """How far a bound must exceed ``distance`` to prove the exact WMD exceeds it, even
-    after the WMD is rounded to float32: relative to the distance, plus an absolute part
+    """How far a bound must exceed ``distance`` to prove the exact WMD exceeds it, and
+    that its tie key exceeds the distance's: relative to the distance, plus an absolute part
     for the expansion's cancellation on nearly equal vectors (~1e-8 x the vector norm).
 
     Cosine costs (WRD) lie in [0, 2] and 1 - u.v has no square root to amplify its

@@ -15,14 +15,15 @@ document this module
    So only candidates whose ICT bound does not exceed the k-th distance of the moment
    are solved, and the ICT bounds are computed for the candidates the cheap bounds
    could not prune, never for the whole list. Candidates tied with the k-th distance
-   are solved, never pruned. Every candidate left unsolved has a bound above the final
-   k-th distance, so the top k is complete; what proves it (the smallest such bound)
-   is stored with the pairs.
+   (equal tie keys) are solved, never pruned. Every candidate left unsolved has a bound
+   above the final k-th distance, so the top k is complete; what proves it (the
+   smallest such bound) is stored with the pairs.
 
-Distances are the exact WMD of the full mode, bit for bit: the same solver call with
-the pair in the same orientation (the lower position of the solve order first), stored
-and ranked in float32 like the gathered matrices. A pair is solved at most once per job
-and shared by every fold and role that needs it.
+Distances are the exact WMD of the full mode, bit for bit: the same solver call
+(:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
+in float64 like the gathered matrices and ranked by their tie key
+(:func:`~wmdeval.core.variant.tie_key`), as every ranking is. A pair is solved at most
+once per job and shared by every fold and role that needs it.
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -49,9 +50,10 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
+from ...core.variant import tie_key
 from .blocks import _log_empty
 from .bounds import LowerBounds, constrained_transfers, safety_margin
-from .pairs import document_work, solve_order
+from .pairs import document_work
 from .solver import WmdInputs, _blas, prepare, wmd_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -112,25 +114,25 @@ def query_tasks(
 
 def _beyond(inputs: WmdInputs, bound: float, kth: float) -> bool:
     """Whether a candidate of lower bound ``bound`` is proven farther than the current
-    k-th distance ``kth`` (ties with it are solved, never pruned)."""
+    k-th distance, of tie key ``kth`` (ties with it are solved, never pruned). The margin
+    is far wider than the tie key's rounding (TIE_BITS), so a candidate pruned here has
+    a key above the k-th's: it cannot tie."""
     return bound > kth + safety_margin(inputs, kth)
 
 
-def _stored(distance: float) -> float:
-    # The gathered matrices hold float32; ranking on the same values keeps their ties.
-    return float(np.float32(distance))
+def _key(distance: float) -> float:
+    """The distance as every ranking compares it (:func:`~wmdeval.core.variant.tie_key`)."""
+    return float(tie_key(distance))
 
 
 def search_queries(
     inputs: WmdInputs,
-    rank: np.ndarray,
     tasks: Mapping[int, list[_Task]],
     threads: int = 1,
     stats: SearchStats | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
-    their own order); ``rank``: each position's place in the solve order, which decides
-    a pair's orientation. Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
+    their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
     doc_ids, sorted by query then candidate; they do not depend on ``threads``.
     """
     stats = stats if stats is not None else SearchStats()
@@ -146,8 +148,7 @@ def search_queries(
             if q == c:
                 known = 0.0  # the diagonal of a gathered matrix
             else:
-                first, second = (q, c) if rank[q] < rank[c] else (c, q)
-                known = _stored(wmd_pair(inputs, first, second))
+                known = wmd_pair(inputs, q, c)  # oriented by doc_id, as in the blocks
                 with stats.lock:
                     stats.solves += 1
             solved[pair] = known
@@ -162,10 +163,10 @@ def search_queries(
                 certificates.append((task.key, task.k, np.inf))
                 continue
             cands = task.candidates
-            # (distance, position) of the k nearest so far; the distances this query
-            # already knows come first (its own, so the result never depends on which
-            # other queries ran before it).
-            best = sorted((d, c) for c, d in used.items() if task.member[c])[: task.k]
+            # (tie key, position) of the k nearest so far, ordered as rank_neighbours
+            # orders them; the distances this query already knows come first (its own,
+            # so the result never depends on which other queries ran before it).
+            best = sorted((_key(d), c) for c, d in used.items() if task.member[c])[: task.k]
             order = cands[np.argsort(bound[cands], kind="stable")]
             stream = order.tolist()  # in increasing cheap bound
             loose = bound[order].tolist()
@@ -194,8 +195,8 @@ def search_queries(
                     continue
                 heapq.heappop(waiting)
                 d = used[c] = distance(q, c)
-                if len(best) < task.k or (d, c) < best[-1]:
-                    bisect.insort(best, (d, c))
+                if len(best) < task.k or (_key(d), c) < best[-1]:
+                    bisect.insort(best, (_key(d), c))
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
         results[q] = (used, certificates)
@@ -244,7 +245,7 @@ def _tables(inputs: WmdInputs, results: Mapping) -> tuple[pa.Table, pa.Table]:
         cands = np.array(sorted(used), dtype=np.int64)
         q_ids.append(np.full(len(cands), inputs.doc_ids[q], dtype=np.int32))
         c_ids.append(inputs.doc_ids[cands].astype(np.int32))
-        dists.append(np.array([used[c] for c in cands.tolist()], dtype=np.float32))
+        dists.append(np.array([used[c] for c in cands.tolist()], dtype=np.float64))
         for key, k, unsolved in sorted(certificates):
             cert_q.append(int(inputs.doc_ids[q]))
             cert_key.append(key)
@@ -255,7 +256,7 @@ def _tables(inputs: WmdInputs, results: Mapping) -> tuple[pa.Table, pa.Table]:
         {
             "query": np.concatenate(q_ids) if q_ids else empty_i32,
             "candidate": np.concatenate(c_ids) if c_ids else empty_i32,
-            "distance": np.concatenate(dists) if dists else np.zeros(0, dtype=np.float32),
+            "distance": np.concatenate(dists) if dists else np.zeros(0, dtype=np.float64),
         },
         schema=schemas.NEIGHBOUR_PAIRS,
     )
@@ -286,7 +287,6 @@ def query_shards(sizes: np.ndarray, queries: np.ndarray, n_shards: int) -> list[
 
 def search_shard(
     inputs: WmdInputs,
-    rank: np.ndarray,
     folds: list[tuple[np.ndarray, np.ndarray]],
     settings: Mapping | None,
     shard: int,
@@ -306,7 +306,7 @@ def search_shard(
         else np.zeros(0, dtype=np.int64)
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
-    return search_queries(inputs, rank, query_tasks(roles, inputs.empty, mine), threads, stats)
+    return search_queries(inputs, query_tasks(roles, inputs.empty, mine), threads, stats)
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
@@ -344,9 +344,11 @@ __all__ = [
 
 
 def read_neighbour_tables(pairs_path, certificates_path) -> tuple[pa.Table, pa.Table]:
-    """A method's NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES files."""
+    """A method's NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES files (float64 distances)."""
+    pairs = io.read_table(pairs_path, schemas.NEIGHBOUR_PAIRS)
+    io.require_float64(pairs, "distance", pairs_path)
     return (
-        io.read_table(pairs_path, schemas.NEIGHBOUR_PAIRS).cast(schemas.NEIGHBOUR_PAIRS),
+        pairs.cast(schemas.NEIGHBOUR_PAIRS),
         io.read_table(certificates_path, schemas.NEIGHBOUR_CERTIFICATES).cast(
             schemas.NEIGHBOUR_CERTIFICATES
         ),
@@ -364,13 +366,10 @@ def run_search(
     threads: int,
     out_pairs,
     out_certificates,
-    train_first: bool = True,
 ) -> SearchStats:
     """Search query shard ``shard`` (0-based) of ``n_shards`` and write its two tables.
 
-    ``settings``: the ``evaluation:`` config (it decides the query roles); ``train_first``:
-    orient pairs by the solve order of the full mode with ``wmd.skip_test_pairs`` (one-fold
-    datasets: training documents first), so both modes solve each pair the same way.
+    ``settings``: the ``evaluation:`` config (it decides the query roles).
     """
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
@@ -378,19 +377,14 @@ def run_search(
         raise io.WmdevalError("threads must be >= 1")
     documents = io.read_documents(documents_path)
     if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
-        # positions are both the tie rule's order and the full mode's solve order
+        # positions are the tie rule's order
         raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
     splits = io.read_splits(splits_path)
     inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
-    order, _ = solve_order(inputs.doc_ids, splits if train_first else None)
-    rank = np.empty(inputs.n, dtype=np.int64)
-    rank[order] = np.arange(inputs.n)
     folds = io.fold_indices(splits, inputs.doc_ids)
     stats = SearchStats()
-    pairs, certificates = search_shard(
-        inputs, rank, folds, settings, shard, n_shards, threads, stats
-    )
+    pairs, certificates = search_shard(inputs, folds, settings, shard, n_shards, threads, stats)
     io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
     io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
     LOG.info(

@@ -11,9 +11,9 @@ vector, and two words cost the cosine distance 1 - cos(u, v) of their directions
 the weighting "wrd" of :func:`prepare`; :attr:`WmdInputs.ground_cost` tells every
 cost computation (here, in the bounds and in the search) which cost to use.
 
-Every distance is a function of its pair alone (never of the block layout or of
-the thread count), so any layout gives a bit-identical matrix: see
-:func:`_row_costs` for the one place where that takes care.
+Every distance is a function of its pair alone (never of the block layout, the thread
+count or the mode): :func:`wmd_pair` is the one way a pair is solved, by the blocks of
+the full mode and by the kNN search alike (see :func:`_solve_row` for why).
 """
 
 from __future__ import annotations
@@ -307,10 +307,15 @@ def wmd_pair(inputs: WmdInputs, i: int, j: int) -> float:
 
     NaN if either is empty; exactly 0.0 for documents with identical marginals. Under a
     metric ground cost the solve is of the :func:`residual_problem` alone (the words
-    whose weights differ), as :func:`solve_block` does it: the same values bit for bit,
-    given the same orientation. A network simplex that stops short of optimality is a
+    whose weights differ). A network simplex that stops short of optimality is a
     WmdevalError.
+
+    Symmetric bit for bit: the document with the lower doc_id is always the source, so
+    the value does not depend on the order a caller names the pair in, nor on the solve
+    order of a block layout (the transposed problem can come out an ulp apart).
     """
+    if inputs.doc_ids[j] < inputs.doc_ids[i]:
+        i, j = j, i
     a, b = inputs.weights[i], inputs.weights[j]
     if not len(a) or not len(b):
         return float("nan")
@@ -425,7 +430,6 @@ def solve_block(
         i_out[offset : offset + j1 - j0] = i
         j_out[offset : offset + j1 - j0] = np.arange(j0, j1)
 
-    last_doc = _last_document_of_each_word(inputs)
     done = [0] * len(segments)  # pairs finished per segment; each slot has one writer
     # Set when solving stops early (an error, Ctrl-C): running rows return after their
     # current pair instead of the pool finishing every row before the job can end.
@@ -434,10 +438,11 @@ def solve_block(
     def work(k: int) -> None:
         i, j0, j1, offset = segments[k]
         out = d_out[offset : offset + j1 - j0]
-        _solve_row(inputs, last_doc, i, j0, j1, out, done, k, stop)
+        _solve_row(inputs, i, j0, j1, out, done, k, stop)
 
-    # One BLAS thread: parallelism comes from our threads, and the row blocks' matrix
-    # products then take the same code path whatever the job's environment says.
+    # One BLAS thread: parallelism comes from our threads, and the pairs' matrix products
+    # then take the same code path whatever the job's environment says (the search
+    # solves its pairs under the same limit).
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         pending = {pool.submit(work, k) for k in range(len(segments))}
         try:
@@ -466,39 +471,8 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _last_document_of_each_word(inputs: WmdInputs) -> np.ndarray:
-    last = np.full(len(inputs.vectors), -1, dtype=np.int64)
-    np.maximum.at(last, inputs.flat_indices, np.repeat(np.arange(inputs.n), inputs.sizes))
-    return last
-
-
-def _row_costs(inputs: WmdInputs, last_doc: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ground costs from the words of document i to the words of the documents after it.
-
-    Returns (costs float64 [u_i, m], column of every vocabulary word in ``costs``, -1
-    if absent). One matrix product per row instead of one per pair: less arithmetic,
-    since documents share words. Its columns depend on i only, never on which part
-    of the row a block or thread solves, so no entry's rounding depends on the layout
-    (BLAS may round an entry differently in a product of another shape).
-    """
-    rows_i = inputs.indices[i]
-    later = np.flatnonzero(last_doc > i)
-    column = np.full(len(inputs.vectors), -1, dtype=np.int64)
-    column[later] = np.arange(len(later))
-    costs = word_costs(
-        inputs.ground_cost,
-        inputs.vectors[rows_i] @ inputs.vectors[later].T,
-        inputs.sq_norms[rows_i],
-        inputs.sq_norms[later],
-    )
-    also_later = np.flatnonzero(column[rows_i] >= 0)
-    costs[also_later, column[rows_i[also_later]]] = 0.0  # a word's distance to itself
-    return costs, column
-
-
 def _solve_row(
     inputs: WmdInputs,
-    last_doc: np.ndarray,
     i: int,
     j0: int,
     j1: int,
@@ -507,39 +481,16 @@ def _solve_row(
     slot: int,
     stop: threading.Event | None = None,
 ) -> None:
-    """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set)."""
-    a = inputs.weights[i]
-    if not len(a):
-        out[:] = np.nan
-        done[slot] = j1 - j0
-        return
-    costs, column = _row_costs(inputs, last_doc, i)
-    lo, hi = inputs.offsets[j0], inputs.offsets[j1]
-    columns = column[inputs.flat_indices[lo:hi]]  # the cost columns of documents j0..j1-1
-    bounds = (inputs.offsets[j0 : j1 + 1] - lo).tolist()
-    is_twin = (inputs.twin[j0:j1] == inputs.twin[i]).tolist()
-    reduce = inputs.ground_cost in METRIC_COSTS
-    # position of each vocabulary row in document i, -1 if absent: its common words
-    position = np.full(len(inputs.vectors), -1, dtype=np.int64)
-    position[inputs.indices[i]] = np.arange(len(a))
+    """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set).
+
+    Each pair is :func:`wmd_pair`, its cost matrix one product of its own two word
+    lists, exactly as the kNN search solves it. (One product per row of the grid was
+    cheaper, but BLAS may round an entry differently in a product of another shape:
+    on 10-word documents 698 of 11,175 pairs came out up to 3e-16 apart, enough to
+    split a tie the protocol's rule must see, and to make the two modes differ.)
+    """
     for k, j in enumerate(range(j0, j1)):
         if stop is not None and stop.is_set():
             return
-        b = inputs.weights[j]
-        cols = columns[bounds[k] : bounds[k + 1]]
-        if not len(b):
-            out[k] = np.nan
-        elif is_twin[k]:
-            out[k] = 0.0
-        elif reduce:
-            # the same residual problem as wmd_pair's, from the row's costs
-            at_i = position[inputs.indices[j]]
-            shared_b = np.flatnonzero(at_i >= 0)
-            left_a, left_b, keep_a, keep_b = residual_problem(a, b, at_i[shared_b], shared_b)
-            if not len(left_a) or not len(left_b):
-                out[k] = 0.0
-            else:
-                out[k] = _wmd(left_a, left_b, costs[np.ix_(keep_a, cols[keep_b])])
-        else:
-            out[k] = _wmd(a, b, costs.take(cols, axis=1))
+        out[k] = wmd_pair(inputs, i, j)
         done[slot] = k + 1
