@@ -52,9 +52,15 @@ from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import tie_key
 from .blocks import _log_empty
-from .bounds import LowerBounds, constrained_transfers, safety_margin
+from .bounds import (
+    LowerBounds,
+    constrained_transfers,
+    dual_bound,
+    query_potential,
+    safety_margin,
+)
 from .pairs import document_work
-from .solver import WmdInputs, _blas, prepare, wmd_pair
+from .solver import WmdInputs, _blas, prepare, solve_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
@@ -66,6 +72,9 @@ BOUND_ROWS = 512
 #: candidates the search then never needs.
 TIGHTEN_BATCH = 8
 
+#: Potentials (from a query's first exact solves) its dual bounds use.
+POTENTIALS = 32
+
 
 @dataclass
 class SearchStats:
@@ -76,8 +85,9 @@ class SearchStats:
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
     tight: int = 0  # (query, candidate) ICT bounds computed
+    duals: int = 0  # (query, candidate) dual bounds computed
     bound_seconds: float = 0.0  # the cheap bounds of every candidate (wall, one thread)
-    tight_seconds: float = 0.0  # the ICT bounds (CPU of the threads that computed them)
+    tight_seconds: float = 0.0  # ICT and dual bounds (CPU of the threads computing them)
     search_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -117,7 +127,12 @@ def _beyond(inputs: WmdInputs, bound: float, kth: float) -> bool:
     k-th distance, of tie key ``kth`` (ties with it are solved, never pruned). The margin
     is far wider than the tie key's rounding (TIE_BITS), so a candidate pruned here has
     a key above the k-th's: it cannot tie."""
-    return bound > kth + safety_margin(inputs, kth)
+    return bound > _limit(inputs, kth)
+
+
+def _limit(inputs: WmdInputs, kth: float) -> float:
+    """The bound above which a candidate is proven beyond a k-th distance of key ``kth``."""
+    return kth + safety_margin(inputs, kth)
 
 
 def _key(distance: float) -> float:
@@ -141,22 +156,33 @@ def search_queries(
     n = inputs.n
     results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
 
-    def distance(q: int, c: int) -> float:
+    def distance(q: int, c: int) -> tuple[float, np.ndarray | None]:
+        """The pair's distance, and a potential on q's words from its solve (None if
+        this query did not solve it)."""
         pair = min(q, c) * n + max(q, c)
         known = solved.get(pair)
-        if known is None:
-            if q == c:
-                known = 0.0  # the diagonal of a gathered matrix
-            else:
-                known = wmd_pair(inputs, q, c)  # oriented by doc_id, as in the blocks
-                with stats.lock:
-                    stats.solves += 1
-            solved[pair] = known
-        return known
+        if known is not None:
+            return known, None
+        if q == c:
+            known, duals = 0.0, None  # the diagonal of a gathered matrix
+        else:
+            # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals
+            known, duals = solve_pair(inputs, q, c)
+            with stats.lock:
+                stats.solves += 1
+        solved[pair] = known
+        if duals is None:
+            return known, None
+        other = duals[1] if inputs.doc_ids[q] < inputs.doc_ids[c] else duals[0]
+        return known, query_potential(inputs, q, other)
 
     def one_query(q: int, bound: np.ndarray) -> None:
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
-        tight: dict[int, float] = {}  # candidate -> max(bound, ICT), over all its tasks
+        tight: dict[int, float] = {}  # candidate -> its best bound, over all its tasks
+        # potentials on q's words from its first solves, and per candidate how many of
+        # them its bound in `tight` has seen
+        potentials = np.zeros((0, len(inputs.indices[q])))
+        seen: dict[int, int] = {}
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
@@ -194,7 +220,24 @@ def search_queries(
                     at += 1
                     continue
                 heapq.heappop(waiting)
-                d = used[c] = distance(q, c)
+                if len(best) == task.k and seen.get(c, 0) < len(potentials):
+                    # potentials newer than its bound: they may prove it beyond the k-th
+                    t0 = time.thread_time()
+                    value = dual_bound(
+                        inputs, q, c, potentials[seen.get(c, 0) :], _limit(inputs, best[-1][0])
+                    )
+                    seen[c] = len(potentials)
+                    tight[c] = max(tight[c], value)
+                    heapq.heappush(waiting, (tight[c], c))
+                    seconds = time.thread_time() - t0
+                    with stats.lock:
+                        stats.duals += 1
+                        stats.tight_seconds += seconds
+                    continue
+                d, potential = distance(q, c)
+                used[c] = d
+                if potential is not None and len(potentials) < POTENTIALS:
+                    potentials = np.vstack([potentials, potential])
                 if len(best) < task.k or (_key(d), c) < best[-1]:
                     bisect.insort(best, (_key(d), c))
                     del best[task.k :]
