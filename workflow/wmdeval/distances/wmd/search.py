@@ -156,25 +156,42 @@ def search_queries(
     n = inputs.n
     results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
 
-    def distance(q: int, c: int) -> tuple[float, np.ndarray | None]:
-        """The pair's distance, and a potential on q's words from its solve (None if
-        this query did not solve it)."""
+    # Potentials a query will want, left by the query that solved the pair first: query
+    # -> {other document -> the potential on the query's words (None: no problem was
+    # solved)}. A query's potentials, hence the pairs it visits, so never depend on the
+    # other queries of its job; only queries still collecting potentials get them.
+    left_for: dict[int, dict[int, np.ndarray | None]] = {}
+    collecting = np.zeros(n, dtype=bool)
+    collecting[queries] = True
+
+    def distance(q: int, c: int, potential: bool) -> tuple[float, np.ndarray | None]:
+        """The pair's distance, and with ``potential`` one on q's words from its solve
+        (None if no transport problem was solved)."""
         pair = min(q, c) * n + max(q, c)
         known = solved.get(pair)
         if known is not None:
-            return known, None
+            if not potential:
+                return known, None
+            mine = left_for.get(q, {})
+            if c in mine:
+                return known, mine.pop(c)
+            # solved by a query that did not leave it (or is solving it now): again
         if q == c:
-            known, duals = 0.0, None  # the diagonal of a gathered matrix
-        else:
-            # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals
-            known, duals = solve_pair(inputs, q, c)
-            with stats.lock:
-                stats.solves += 1
+            solved[pair] = 0.0  # the diagonal of a gathered matrix
+            return 0.0, None
+        # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals
+        known, duals = solve_pair(inputs, q, c)
+        with stats.lock:
+            stats.solves += 1
+        q_source = inputs.doc_ids[q] < inputs.doc_ids[c]
+        if collecting[c] and pair not in solved:
+            left_for.setdefault(c, {})[q] = (
+                None if duals is None else query_potential(inputs, c, duals[0 if q_source else 1])
+            )
         solved[pair] = known
-        if duals is None:
+        if duals is None or not potential:
             return known, None
-        other = duals[1] if inputs.doc_ids[q] < inputs.doc_ids[c] else duals[0]
-        return known, query_potential(inputs, q, other)
+        return known, query_potential(inputs, q, duals[1 if q_source else 0])
 
     def one_query(q: int, bound: np.ndarray) -> None:
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
@@ -234,14 +251,19 @@ def search_queries(
                         stats.duals += 1
                         stats.tight_seconds += seconds
                     continue
-                d, potential = distance(q, c)
+                d, potential = distance(q, c, len(potentials) < POTENTIALS)
                 used[c] = d
-                if potential is not None and len(potentials) < POTENTIALS:
+                if potential is not None:
                     potentials = np.vstack([potentials, potential])
+                    if len(potentials) == POTENTIALS:
+                        collecting[q] = False
+                        left_for.pop(q, None)
                 if len(best) < task.k or (_key(d), c) < best[-1]:
                     bisect.insort(best, (_key(d), c))
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
+        collecting[q] = False
+        left_for.pop(q, None)
         results[q] = (used, certificates)
         with stats.lock:
             stats.pairs += len(used)
