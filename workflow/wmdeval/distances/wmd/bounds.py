@@ -154,14 +154,15 @@ def _nearest_word(
     rounding (relative 6e-8) is far inside the safety margin.
     """
     out = np.empty((len(starts), len(words)), dtype=np.float32)
-    # both working matrices (every vocabulary row, and the gathered `flat` rows, x the
-    # chunk) stay under MAX_ENTRIES: with few short query documents `flat` is far
-    # shorter than the vocabulary (20 Newsgroups, 3 queries: a 53k x 53k matrix, 22 GB)
-    step = max(1, MAX_ENTRIES // max(len(flat), len(inputs.vectors), 1))
+    # Distances from the distinct words of `flat` only: for a few query documents they
+    # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
+    # words), and every vocabulary row would cost V x V products per job.
+    rows, at = np.unique(flat, return_inverse=True)
+    step = max(1, MAX_ENTRIES // max(len(flat), 1))
     for w0 in range(0, len(words), step):
         chunk = words[w0 : w0 + step]
-        d = word_distances(inputs, np.arange(len(inputs.vectors)), chunk).astype(np.float32)
-        out[:, w0 : w0 + step] = np.minimum.reduceat(d[flat], starts, axis=0)
+        d = word_distances(inputs, rows, chunk).astype(np.float32)
+        out[:, w0 : w0 + step] = np.minimum.reduceat(d[at], starts, axis=0)
     return out
 
 
