@@ -334,3 +334,32 @@ def test_tied_neighbours_weigh_the_same_in_the_weighted_vote(monkeypatch):
         assert knn.wknn_vote(neighbours, y_train, gamma)[0].tolist() == [0]
     no_rule(monkeypatch)
     assert knn.wknn_vote(neighbours, y_train, 0.005)[0].tolist() == [1]
+
+
+def test_figure4_nearest_pairs_follow_the_rule(monkeypatch):
+    from wmdeval.reporting import figures
+
+    matrix = np.array([[0.0, 0.1 + 0.2, 0.3], [0.1 + 0.2, 0.0, 0.4], [0.3, 0.4, 0.0]])
+    pairs = figures.nearest_neighbour_pairs(matrix, np.array([0]), np.array([0, 1, 2]))
+    assert pairs.tolist() == [[0, 1]]
+    monkeypatch.setattr(figures, "rank_neighbours", lambda d, k: np.nanargmin(d, axis=1)[:, None])
+    assert figures.nearest_neighbour_pairs(matrix, np.array([0]), np.array([0, 1, 2])).tolist() == [
+        [0, 2]
+    ]
+
+
+def test_crossmatch_matching_ties_like_the_exact_distances(monkeypatch):
+    from wmdeval.analyses import crossmatch
+
+    # Points 0..3: matchings {01, 23} and {02, 13} both cost 0.6 in exact arithmetic;
+    # in float64 0.1 + 0.2 (pair 02) makes the second a few ulps dearer.
+    exact = np.array(
+        [[0, 0.3, 0.1, 0.9], [0.3, 0, 0.9, 0.5], [0.1, 0.9, 0, 0.3], [0.9, 0.5, 0.3, 0]]
+    )
+    noisy = exact.copy()
+    noisy[0, 2] = noisy[2, 0] = 0.1 + 0.2 - 0.2  # 0.10000000000000003
+    assert noisy[0, 2] != exact[0, 2] and tie_key(noisy[0, 2]) == tie_key(exact[0, 2])
+    want = crossmatch.min_distance_perfect_matching(exact).tolist()
+    assert crossmatch.min_distance_perfect_matching(noisy).tolist() == want
+    monkeypatch.setattr(crossmatch, "tie_key", lambda values: np.asarray(values, dtype=np.float64))
+    assert crossmatch.min_distance_perfect_matching(noisy).tolist() != want

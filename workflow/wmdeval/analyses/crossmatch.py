@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 from ..core import io, schemas
 from ..core.coverage import Expected
 from ..core.groups import comparisons, defined_subset
-from ..core.variant import Variant
+from ..core.variant import Variant, tie_key
 from ..distances.factory import method_distances
 from ..reporting.tables import comparison_tables
 
@@ -264,7 +264,8 @@ def min_distance_perfect_matching(dist: np.ndarray) -> np.ndarray:
 
     Returns the pairs [n/2, 2] (each pair sorted, pairs sorted); the comment at the
     top of this section explains the method. With tied distances several matchings
-    can be optimal; which one is returned depends on the distances only.
+    can be optimal; which one is returned depends on the distances only, as compared by
+    the tie rule (:func:`~wmdeval.core.variant.tie_key`).
     """
     dist = np.asarray(dist, dtype=np.float64)
     n = len(dist)
@@ -275,6 +276,9 @@ def min_distance_perfect_matching(dist: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros((0, 2), dtype=np.int64)
     dist = (dist + dist.T) / 2  # a user's matrix can be slightly asymmetric
+    # Compared as every ranking compares distances (docs/protocol.md §11, "Exact ties"):
+    # matchings that tie in exact arithmetic tie here too, so rounding noise cannot pick one.
+    dist = tie_key(dist)
     sigma, y = _assignment_bound(dist)
     cycles = _cycles(sigma)
     if all(len(c) % 2 == 0 for c in cycles):

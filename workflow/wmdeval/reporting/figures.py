@@ -35,7 +35,7 @@ from ..core.io import (
     read_splits,
     read_table,
 )
-from ..core.variant import positions
+from ..core.variant import positions, rank_neighbours
 from ..distances import baselines
 from ..distances.factory import BaselineDistances
 from . import tables as report
@@ -241,8 +241,9 @@ def nearest_neighbour_pairs(
     """(query, nearest candidate) position pairs, int64 [m, 2], in query order.
 
     A document is never its own neighbour; NaN distances (empty documents) are never
-    chosen, and a query without any finite distance has no pair. Ties go to the lower
-    candidate position (``candidates`` are taken in ascending order).
+    chosen, and a query without any finite distance has no pair. Ranked by the kNN tie
+    rule (:func:`~wmdeval.core.variant.rank_neighbours`): ties go to the lower candidate
+    position (``candidates`` are taken in ascending order).
     """
     queries = np.asarray(queries, dtype=np.int64)
     candidates = np.sort(np.asarray(candidates, dtype=np.int64))
@@ -250,9 +251,9 @@ def nearest_neighbour_pairs(
     for start in range(0, len(queries), block_rows):
         rows = queries[start : start + block_rows]
         block = np.asarray(distances[np.ix_(rows, candidates)], dtype=np.float64)
-        block[~np.isfinite(block) | (rows[:, None] == candidates[None, :])] = np.inf
-        nearest = block.argmin(axis=1)  # the first minimum: the lowest candidate on ties
-        found = np.isfinite(block[np.arange(len(rows)), nearest])
+        block[rows[:, None] == candidates[None, :]] = np.nan  # never its own neighbour
+        nearest = rank_neighbours(block, 1)[:, 0]
+        found = nearest >= 0
         pairs.append(np.column_stack([rows[found], candidates[nearest[found]]]))
     return np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
 
