@@ -195,6 +195,61 @@ def test_constrained_transfers_lie_between_rwmd_and_the_exact_wmd(weighting, see
     assert tighter > 50  # and often strictly tighter than every cheap bound
 
 
+def plain_dual_bound(a, b, cost, f) -> float:
+    """Weak duality by hand: g_j = min_i (cost_ij - f_i), then f'_i = min_j (cost_ij - g_j)."""
+    g = [min(cost[i, j] - f[i] for i in range(len(a))) for j in range(len(b))]
+    f2 = [min(cost[i, j] - g[j] for j in range(len(b))) for i in range(len(a))]
+    return float(np.dot(a, f2) + np.dot(b, g))
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dual_bounds_from_solved_pairs_lie_below_the_exact_wmd(weighting, seed):
+    docs, emb = random_corpus(seed, 30, n_words=40, dim=6, max_len=25)
+    inputs = solver.prepare(docs, emb, weighting)
+    rng = np.random.default_rng(seed)
+    near = 0
+    for q in range(0, inputs.n, 5):
+        others = [c for c in range(inputs.n) if c != q]
+        potentials = []
+        for c in others[:4]:
+            value, duals = solver.solve_pair(inputs, q, c)
+            assert value == solver.wmd_pair(inputs, q, c)  # the same solve, bit for bit
+            (rows_s, u), (rows_t, v) = duals
+            cost = solver.cost_matrix(inputs, rows_s, rows_t)
+            assert (u[:, None] + v[None, :] <= cost + 1e-12).all()  # a feasible dual...
+            source = inputs.doc_ids[q] < inputs.doc_ids[c]
+            potentials.append(bounds.query_potential(inputs, q, duals[1 if source else 0]))
+        potentials.append(rng.standard_normal(len(inputs.indices[q])))  # any f is valid
+        stack = np.array(potentials)
+        for c in others[4:]:
+            exact = solver.wmd_pair(inputs, q, c)
+            got = bounds.dual_bound(inputs, q, c, stack, np.inf)
+            cost = solver.cost_matrix(inputs, inputs.indices[q], inputs.indices[c])
+            a, b = inputs.weights[q], inputs.weights[c]
+            plain = max(plain_dual_bound(a, b, cost, f) for f in stack)
+            assert got == pytest.approx(plain, rel=1e-12, abs=1e-14)
+            assert got <= exact + 1e-12
+            near += got > 0.9 * exact
+            # stopping at the first potential above `enough` still gives a bound
+            first = plain_dual_bound(a, b, cost, stack[0])
+            assert bounds.dual_bound(inputs, q, c, stack, first - 1.0) == pytest.approx(
+                first, abs=1e-14
+            )
+    assert near > 20  # and the potentials of solved pairs make them tight
+
+
+def test_a_potential_of_the_pair_itself_gives_its_exact_wmd():
+    docs, emb = random_corpus(3, 12, n_words=30, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    for q, c in ((0, 1), (5, 2), (7, 11)):
+        value, duals = solver.solve_pair(inputs, q, c)
+        source = inputs.doc_ids[q] < inputs.doc_ids[c]
+        f = bounds.query_potential(inputs, q, duals[1 if source else 0])
+        got = bounds.dual_bound(inputs, q, c, f[None, :], np.inf)
+        assert got == pytest.approx(value, rel=1e-12)  # strong duality
+
+
 # --------------------------------------------------------------------------- identical scores
 
 
