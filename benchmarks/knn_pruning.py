@@ -430,8 +430,8 @@ def main() -> None:
     parser.add_argument(
         "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
     )
-    parser.add_argument("--news-queries", type=int, default=40, help="sampled per role")
-    parser.add_argument("--news-pairs", type=int, default=6000, help="full-mode pairs timed")
+    parser.add_argument("--news-queries", type=int, default=100, help="sampled per role")
+    parser.add_argument("--news-pairs", type=int, default=20000, help="full-mode pairs timed")
     parser.add_argument("--news-kr-pairs", type=int, default=1000)
     parser.add_argument("--news-check", type=int, default=4, help="queries solved whole")
     parser.add_argument(

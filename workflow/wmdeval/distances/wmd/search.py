@@ -73,7 +73,7 @@ BOUND_ROWS = 512
 TIGHTEN_BATCH = 8
 
 #: Potentials (from a query's first exact solves) its dual bounds use.
-POTENTIALS = 64
+POTENTIALS = 32
 
 
 @dataclass
