@@ -11,10 +11,13 @@ document this module
    exact distance by more than the :func:`~.bounds.safety_margin`. A candidate taken
    with its cheap bound only gets the tighter ICT bound
    (:func:`~.bounds.constrained_transfers`, computed for a few candidates ahead at a
-   time) and waits in the queue again; one taken with its ICT bound is solved exactly.
-   So only candidates whose ICT bound does not exceed the k-th distance of the moment
-   are solved, and the ICT bounds are computed for the candidates the cheap bounds
-   could not prune, never for the whole list. Candidates tied with the k-th distance
+   time) and waits in the queue again; one taken with its ICT bound first meets the
+   dual bounds of the potentials it has not seen (:func:`~.bounds.dual_bound`: the
+   optimal potentials of the query's first POTENTIALS exact solves, which bound any
+   other candidate by weak duality) and waits again if they raised its bound; only
+   then is it solved exactly. So only candidates whose every bound stays within the
+   k-th distance of the moment are solved, and the tighter bounds are computed for the
+   candidates the cheap bounds could not prune, never for the whole list. Candidates tied with the k-th distance
    (equal tie keys) are solved, never pruned. Every candidate left unsolved has a bound
    above the final k-th distance, so the top k is complete; what proves it (the
    smallest such bound) is stored with the pairs.
