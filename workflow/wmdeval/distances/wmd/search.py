@@ -17,10 +17,10 @@ document this module
    other candidate by weak duality) and waits again if they raised its bound; only
    then is it solved exactly. So only candidates whose every bound stays within the
    k-th distance of the moment are solved, and the tighter bounds are computed for the
-   candidates the cheap bounds could not prune, never for the whole list. Candidates tied with the k-th distance
-   (equal tie keys) are solved, never pruned. Every candidate left unsolved has a bound
-   above the final k-th distance, so the top k is complete; what proves it (the
-   smallest such bound) is stored with the pairs.
+   candidates the cheap bounds could not prune, never for the whole list. Candidates
+   tied with the k-th distance (equal tie keys) are solved, never pruned. Every
+   candidate left unsolved has a bound above the final k-th distance, so the top k is
+   complete; what proves it (the smallest such bound) is stored with the pairs.
 
 Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
