@@ -20,7 +20,8 @@ Runs, WMD (bag-of-words weights), on this machine:
 3. The peer library src-d/wmd-relax (PyPI ``wmd``) on the same exact top-19 queries
    (the test documents of fold 0 among its training documents): milliseconds per query
    and how many of its answers differ from the exact top 19. It runs in its own
-   environment (``--relax-python``; see benchmarks/relax_peer.py); skipped if absent.
+   environment (``--relax-python``, or ``$WMDEVAL_RELAX_PYTHON``; see
+   benchmarks/relax_peer.py); skipped if neither names one.
 4. 20 Newsgroups in knn mode, measured on a seeded sample of queries of every query
    role (``--news-queries`` per role, searched together as one job searches its shard):
    exact solves and CPU per query, and the bounds' share of it (cheap bounds, ICT and
@@ -436,8 +437,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=20000)
     parser.add_argument(
         "--relax-python",
-        default="/work/venv-peer/bin/python",
-        help="a Python with wmd-relax: pip install numpy pyemd, then --no-build-isolation wmd",
+        default=os.environ.get("WMDEVAL_RELAX_PYTHON"),
+        help="a Python with wmd-relax (benchmarks/relax_peer.py says how to make one); "
+        "default: $WMDEVAL_RELAX_PYTHON; without either, step 3 is skipped",
     )
     parser.add_argument("--relax-queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="600 and 1,500 documents")
@@ -520,13 +522,14 @@ def main() -> None:
     cpu_ratio = full_cpu / knn_clock.cpu
 
     # 3. the peer library on the same top-19 queries
-    if os.path.exists(args.relax_python):
+    if args.relax_python and os.path.exists(args.relax_python):
         table = prepare_variant(documents, splits, {}, {"wmd": (pair_table, certificates)}).wmd[
             "wmd"
         ]
         print("3. " + relax_peer(args.relax_python, inputs, splits, table, args.relax_queries))
     else:
-        print(f"3. wmd-relax: skipped ({args.relax_python} not found)")
+        where = args.relax_python or "no --relax-python or $WMDEVAL_RELAX_PYTHON given"
+        print(f"3. wmd-relax: skipped ({where} not found)")
     print(
         f"   amazon: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
         f"scores identical: {'yes' if identical else 'no'}",

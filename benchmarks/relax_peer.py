@@ -3,11 +3,13 @@
 It runs in an environment of its own, as it builds a C++ extension against an old numpy
 API:
 
-    python3 -m venv /work/venv-peer
-    /work/venv-peer/bin/pip install numpy pyemd setuptools wheel
-    /work/venv-peer/bin/pip install --no-build-isolation wmd
+    python3 -m venv venv-peer
+    venv-peer/bin/pip install numpy pyemd setuptools wheel
+    venv-peer/bin/pip install --no-build-isolation wmd
 
-knn_pruning.py runs ``relax_peer.py IN.npz OUT.npy`` with that Python. IN.npz holds the
+and pass ``--relax-python venv-peer/bin/python`` to knn_pruning.py (or set
+``WMDEVAL_RELAX_PYTHON``). knn_pruning.py runs ``relax_peer.py IN.npz OUT.npy`` with that
+Python. IN.npz holds the
 word vectors, the documents (flat word rows, offsets, weights), the query positions, the
 candidate positions and k. The script searches every query's k nearest candidates with
 wmd-relax's own defaults for stopping early (``early_stop``, ``skipped_stop``,

@@ -20,7 +20,7 @@ ALLOWED = {
     "ingest": {"core", "ingest"},
     "cleaning": {"core", "cleaning"},
     "distances": {"core", "ingest", "distances"},
-    "planning": {"core", "distances", "planning"},
+    "planning": {"core", "ingest", "distances", "planning"},
     "classification": {"core", "distances", "classification"},
     "reporting": {"core", "distances", "classification", "reporting"},
     "analyses": {"core", "distances", "classification", "reporting", "analyses"},
@@ -114,3 +114,69 @@ def test_the_architecture_page_names_every_layer_and_only_modules_that_exist():
     assert cited, "docs/architecture.md cites no module"
     for module in cited:
         assert (PACKAGE / module).exists(), f"docs/architecture.md cites {module}, not in wmdeval/"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (a package's ``__init__`` stands for it)."""
+    names = {module_name(p) for p in modules()}
+    return {
+        module_name(p): {i for i in wmdeval_imports(p) if i in names and i != module_name(p)}
+        for p in modules()
+    }
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted: modules
+    that import each other, directly or around a loop of any length."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
+
+
+def test_no_modules_import_each_other_in_a_cycle():
+    """Imports inside functions count: a deferred import hides a cycle from Python at load
+    time, not from a reader who must know which module is the lower one."""
+    cycles = import_cycles(import_graph())
+    assert not cycles, "modules that import each other in a cycle: " + "; ".join(
+        " <-> ".join(group) for group in cycles
+    )
+
+
+def test_the_cycle_finder_finds_cycles_of_any_length():
+    """The finder itself, on made-up graphs: a finder that sees nothing would pass anything."""
+    assert import_cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
+    ring = {"a": {"b"}, "b": {"c"}, "c": {"d"}, "d": {"e"}, "e": {"f"}, "f": {"a"}}
+    assert import_cycles(ring) == [["a", "b", "c", "d", "e", "f"]]
+    assert import_cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_error_type_imports_nothing_of_the_package():
+    assert not wmdeval_imports(PACKAGE / "core" / "errors.py")

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from wmdeval.core import config
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = yaml.safe_load(open(REPO / "config" / "config.yaml"))

@@ -13,7 +13,7 @@ from snakemake.cli import parse_config
 from snakemake.utils import update_config
 
 from wmdeval.core import config
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 from wmdeval.ingest import download as dl
 
 BODY = random.Random(0).randbytes(200_000)  # several read chunks, so truncation shows

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from wmdeval.core.io import WmdevalError, read_table, write_table
+from wmdeval.core.errors import WmdevalError
+from wmdeval.core.io import read_table, write_table
 from wmdeval.ingest import embeddings
 from wmdeval.ingest.corpora import documents_table
 

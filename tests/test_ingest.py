@@ -3,7 +3,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 from wmdeval.ingest import corpora as ingest
 
 

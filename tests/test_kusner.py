@@ -11,7 +11,8 @@ import pytest
 from scipy.io import savemat
 
 from wmdeval.cleaning import duplicates
-from wmdeval.core.io import WmdevalError, read_table
+from wmdeval.core.errors import WmdevalError
+from wmdeval.core.io import read_table
 from wmdeval.ingest import kusner
 
 DIM = 3

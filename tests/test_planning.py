@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from wmdeval.core import io, schemas
 from wmdeval.distances.wmd import pairs
@@ -125,13 +126,163 @@ def test_auto_mode_goes_by_the_documents_known_while_planning(tmp_path):
     mat = {"format": "kusner-mat", "url": "u", "member": "amazon-emd_tr_te_split.mat"}
     assert modes.dataset_mode(mat, wmd)[0] == "knn"
     bbc = {"format": "kusner-mat", "url": "u", "member": "bbcsport-emd_tr_te_split.mat"}
-    assert modes.dataset_mode(bbc, wmd) == ("full", "auto: 737 documents < 2,000")
+    assert modes.dataset_mode(bbc, wmd) == (
+        "full",
+        "auto: 737 documents (the paper's count for bbcsport-emd_tr_te_split.mat, "
+        "docs/protocol.md §2) < 2,000",
+    )
     assert modes.dataset_mode({**bbc, "wmd_mode": "knn"}, wmd) == ("knn", "set in config")
     table = tmp_path / "t.tsv"
     table.write_text("text\tlabel\n" + "a b\tx\n" * 2500)
     assert modes.planned_documents({"format": "table", "path": str(table)})[0] == 2500
     assert modes.dataset_mode({"format": "table", "path": str(table)}, wmd)[0] == "knn"
     remote = {"format": "table", "url": "http://127.0.0.1/t.tsv"}
-    assert modes.dataset_mode(remote, wmd)[0] == "full"
+    assert modes.dataset_mode(remote, wmd) == (
+        "full",
+        "auto: size unknown (t.tsv is not downloaded while planning), so full matrices",
+    )
     for source, n in modes.DEMO_DOCUMENTS.items():
         assert len(load_texts({"format": "demo", "source": source})[0]) == n
+
+
+def kusner_cells(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """X and BOW_X cells of ``n`` documents of 1-3 words with 4-d vectors, as scipy writes
+    MATLAB's cell arrays."""
+    x = np.empty((1, n), dtype=object)
+    bow = np.empty((1, n), dtype=object)
+    for k in range(n):
+        u = int(rng.integers(1, 4))
+        x[0, k] = rng.normal(size=(4, u))
+        bow[0, k] = np.ones((1, u))
+    return x, bow
+
+
+@pytest.mark.parametrize("layout", ["five-fold", "one-fold"])
+def test_a_mat_files_documents_come_from_its_header(tmp_path, layout):
+    """A user's .mat file, written by scipy in either Kusner layout: its document count
+    from the header, whatever its name, and auto mode decides by it."""
+    from scipy.io import savemat
+
+    from wmdeval.ingest import kusner
+    from wmdeval.planning import modes
+
+    rng = np.random.default_rng(0)
+    if layout == "five-fold":
+        n = 2100
+        x, bow = kusner_cells(n, rng)
+        test = np.array([np.arange(f, n, 5) + 1 for f in range(5)], dtype=np.float64)
+        train = np.array([np.setdiff1d(np.arange(1, n + 1), t) for t in test], dtype=np.float64)
+        fields = {"X": x, "BOW_X": bow, "Y": np.ones((1, n)), "TR": train, "TE": test}
+    else:
+        n_train, n_test = 1500, 600
+        n = n_train + n_test
+        fields = {}
+        for part, size in (("tr", n_train), ("te", n_test)):
+            fields[f"x{part}"], fields[f"BOW_x{part}"] = kusner_cells(size, rng)
+            fields[f"y{part}"] = np.ones((1, size))
+    path = tmp_path / "mine.mat"
+    savemat(path, fields)
+    # the header agrees with what ingest reads from the whole file
+    assert kusner.mat_documents(path) == n == kusner.read_kusner_mat(path).documents.num_rows
+    spec = {"format": "kusner-mat", "path": str(path)}
+    assert modes.planned_documents(spec) == (n, "mine.mat: its .mat header")
+    wmd = {"mode": "auto", "auto_min_documents": 2000}
+    assert modes.dataset_mode(spec, wmd) == (
+        "knn",
+        f"auto: {n:,} documents (mine.mat: its .mat header) >= 2,000",
+    )
+    # a local file named like one of the paper's is still read, not taken by its name
+    paper_named = tmp_path / "bbcsport-emd_tr_te_split.mat"
+    path.rename(paper_named)
+    assert modes.planned_documents({"format": "kusner-mat", "path": str(paper_named)})[0] == n
+
+
+def test_a_mat_file_of_neither_layout_is_one_line_at_planning(tmp_path):
+    from scipy.io import savemat
+
+    from wmdeval.core.errors import WmdevalError
+    from wmdeval.ingest import kusner
+
+    path = tmp_path / "other.mat"
+    savemat(path, {"A": np.ones((2, 2))})
+    with pytest.raises(WmdevalError, match="other.mat: not a Kusner .mat file"):
+        kusner.mat_documents(path)
+    (tmp_path / "text.mat").write_text("not a mat file")
+    with pytest.raises(WmdevalError, match="text.mat: not a readable .mat file"):
+        kusner.mat_documents(tmp_path / "text.mat")
+
+
+def test_a_tables_documents_from_parquet_metadata_or_csv_lines(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from wmdeval.planning import modes
+
+    parquet = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"text": ["a b"] * 3000, "label": ["x"] * 3000}), parquet)
+    csv = tmp_path / "corpus.csv"
+    csv.write_text("text,label\n" + "a b,x\n" * 1200)
+    assert modes.planned_documents({"format": "table", "path": str(parquet)}) == (
+        3000,
+        "corpus.parquet: Parquet metadata",
+    )
+    assert modes.planned_documents({"format": "table", "path": str(csv)}) == (
+        1200,
+        "corpus.csv: lines of the file",
+    )
+    wmd = {"mode": "auto", "auto_min_documents": 2000}
+    assert modes.dataset_mode({"format": "table", "path": str(parquet)}, wmd)[0] == "knn"
+    assert modes.dataset_mode({"format": "table", "path": str(csv)}, wmd)[0] == "full"
+
+
+def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp_path):
+    absent = tmp_path / "absent.parquet"
+    # 18,821 documents (20 Newsgroups): the float64 matrix three times over
+    assert resources.gather_mem_mb(absent, planned=18821) == math.ceil(1000 + 24 * 18821**2 / 1e6)
+    assert resources.matrix_job_mem_mb(absent, planned=18821) > 5000
+    assert resources.embedding_matrix_runtime(absent, "rwmd", planned=18821) > 60
+    # the documents file, once it exists, wins over the plan
+    path = tmp_path / "documents.parquet"
+    io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
+    assert resources.gather_mem_mb(path, planned=18821) == 1006
+
+
+def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
+    """MATLAB's -v7 files compress every element: the ingest's memory follows the data
+    once inflated, estimated from a prefix, not the smaller file."""
+    from scipy.io import savemat
+
+    from wmdeval.ingest import kusner
+
+    rng = np.random.default_rng(0)
+    x = np.empty((1, 300), dtype=object)
+    bow = np.empty((1, 300), dtype=object)
+    for k in range(300):
+        x[0, k] = np.round(rng.normal(size=(300, 40)), 2)  # compressible, like float32 data
+        bow[0, k] = np.ones((1, 40))
+    fields = {"xtr": x, "xte": x, "BOW_xtr": bow, "BOW_xte": bow}
+    fields |= {"ytr": np.ones((1, 300)), "yte": np.ones((1, 300))}
+    plain, packed = tmp_path / "plain.mat", tmp_path / "packed.mat"
+    savemat(plain, fields)
+    savemat(packed, fields, do_compression=True)
+    assert packed.stat().st_size < 0.5 * plain.stat().st_size
+    assert kusner.mat_loaded_mb(plain) == plain.stat().st_size / 1e6
+    assert abs(kusner.mat_loaded_mb(packed) - kusner.mat_loaded_mb(plain)) < 0.1 * (
+        kusner.mat_loaded_mb(plain)
+    )
+    # 1000 + 1.2 x the data + 0.12 MB per document of the header, at least 2000
+    expected = max(2000, math.ceil(1000 + 1.2 * plain.stat().st_size / 1e6 + 0.12 * 600))
+    assert resources.kusner_ingest_mem_mb(plain) == expected
+    assert resources.kusner_ingest_mem_mb(plain, attempt=2) == 2 * expected
+    assert resources.kusner_ingest_mem_mb(tmp_path / "absent.mat") == 2000
+
+
+def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
+    from wmdeval.distances.wmd import bounds
+
+    assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
+    path = tmp_path / "documents.parquet"
+    io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)
+    one, two = (resources.search_resources(path, 1, threads)["mem_mb"] for threads in (1, 2))
+    # one thread's two float64 working matrices more
+    assert abs((two - one) - 2 * 8 * bounds.MAX_ENTRIES / 1e6) < 1

@@ -199,7 +199,7 @@ def test_rank_groups_are_maximal_runs_closer_than_cd():
 # --------------------------------------------------------------------------- predictions
 
 
-def prediction_rows(dataset, method, correct, variant="original", classifier="knn", folds=2):
+def prediction_rows(dataset, method, correct, variant="original", classifier="knn", folds=1):
     """PREDICTIONS rows of one method: documents split evenly over the folds; a False in
     ``correct`` is a wrong label, None in ``correct`` a missing prediction (an error)."""
     per_fold = len(correct) // folds
@@ -254,8 +254,9 @@ def test_significance_table_by_hand():
     assert wmd["error"] == 0.0 and wcd["error"] == pytest.approx(0.8)
     assert wmd["reference_error"] == pytest.approx(0.3)
     assert wmd["difference"] == pytest.approx(-0.3) and wcd["difference"] == pytest.approx(0.5)
-    assert wmd["p_mcnemar"] == pytest.approx(2 / 8)  # 2 P(X <= 0), X ~ Bin(3, 1/2)
-    assert wcd["p_mcnemar"] == pytest.approx(2 / 32)
+    assert (wmd["test"], wmd["folds"]) == (sig.MCNEMAR, 1)  # one split: McNemar
+    assert wmd["p_value"] == pytest.approx(2 / 8)  # 2 P(X <= 0), X ~ Bin(3, 1/2)
+    assert wcd["p_value"] == pytest.approx(2 / 32)
     # Holm: 0.0625 * 2 = 0.125, then max(0.125, 0.25 * 1) = 0.25.
     assert wcd["p_holm"] == pytest.approx(0.125) and wmd["p_holm"] == pytest.approx(0.25)
     assert wcd["significant"] and not wmd["significant"]
@@ -413,11 +414,50 @@ def test_diagram_joins_methods_closer_than_cd():
 # --------------------------------------------------------------------------- run
 
 
+def write_splits(tmp_path, predictions: pa.Table) -> dict[str, str]:
+    """A SPLITS file per dataset variant of ``predictions``: each fold's test documents are
+    those predicted there; 7 training documents per 3 test documents."""
+    paths = {}
+    rows = predictions.to_pylist()
+    for dataset, variant in sorted({(r["dataset"], r["variant"]) for r in rows}):
+        tests = sorted(
+            {
+                (r["fold"], r["doc_id"])
+                for r in rows
+                if (r["dataset"], r["variant"]) == (dataset, variant)
+            }
+        )
+        folds = sorted({f for f, _ in tests})
+        fold, doc_id, subset = [], [], []
+        for f in folds:
+            test = [d for g, d in tests if g == f]
+            train = [10_000 + i for i in range(round(len(test) * 7 / 3))]
+            fold += [f] * (len(test) + len(train))
+            doc_id += test + train
+            subset += ["test"] * len(test) + ["train"] * len(train)
+        path = tmp_path / "splits" / dataset / variant / "splits.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        io.write_table(ingest_splits_table(fold, doc_id, subset), path, schemas.SPLITS)
+        paths[f"{dataset}/{variant}"] = str(path)
+    return paths
+
+
+def ingest_splits_table(fold, doc_id, subset) -> pa.Table:
+    return pa.table(
+        {
+            "fold": pa.array(fold, pa.int16()),
+            "doc_id": pa.array(doc_id, pa.int32()),
+            "subset": pa.array(subset, pa.string()),
+        }
+    )
+
+
 def run(tmp_path, predictions: pa.Table, out="out", **overrides):
     source = tmp_path / "predictions.parquet"
     io.write_table(predictions, source, schemas.PREDICTIONS)
     paths = {
         "out_csv": tmp_path / out / "significance.csv",
+        "out_datasets_csv": tmp_path / out / "significance_datasets.csv",
         "out_md": tmp_path / out / "significance.md",
         "out_png": tmp_path / out / "cd.png",
         "out_svg": tmp_path / out / "figures" / "cd.svg",
@@ -429,6 +469,8 @@ def run(tmp_path, predictions: pa.Table, out="out", **overrides):
         "seed": 0,
         "variant": "original",
         "classifier": "knn",
+        "rope": 1.0,
+        "splits": write_splits(tmp_path, predictions),
     }
     arguments.update(overrides)
     table = sig.run_significance(source, **paths, **arguments)
@@ -441,8 +483,9 @@ def test_run_significance_writes_all_outputs(tmp_path):
         assert path.stat().st_size > 0, path
     assert sorted(set(table.column("reference").to_pylist())) == [BOW, "WMD"]
     markdown = paths["out_md"].read_text()
-    assert "Exact McNemar test per dataset" in markdown and "B = 200, seed 0" in markdown
-    assert "| d1 | original | knn | BOW (L1/L1) | WCD |" in markdown
+    assert "the exact McNemar test" in markdown and "B = 200, seed 0" in markdown
+    assert "| d1 | original | knn | BOW (L1/L1) | WCD | exact McNemar | 1 | 10 |" in markdown
+    assert sig.too_few_datasets(3) in markdown  # 3 datasets: no test across them
     csv = paths["out_csv"].read_text().splitlines()
     assert csv[0] == ",".join(schemas.SIGNIFICANCE.names)
     assert len(csv) == 1 + table.num_rows == 1 + 3 * 4
@@ -479,3 +522,151 @@ def test_empty_predictions_give_an_empty_table():
     assert sig.significance_table(empty, [], 0.05, 10, 0).num_rows == 0
     with pytest.raises(io.WmdevalError, match="no rows for the reference"):
         sig.significance_table(empty, [BOW], 0.05, 10, 0)
+
+
+# --------------------------------------------------------------------------- random splits
+
+
+def test_split_design_by_hand():
+    # fold 0: 3 test, 7 train; fold 1: 2 test, 8 train -> mean of 3/7 and 2/8.
+    fold = [0] * 10 + [1] * 10
+    subset = ["test"] * 3 + ["train"] * 7 + ["test"] * 2 + ["train"] * 8
+    design = sig.split_design(ingest_splits_table(fold, list(range(20)), subset))
+    assert design.folds == (0, 1)
+    assert design.test_train_ratio == pytest.approx((3 / 7 + 2 / 8) / 2)
+
+
+def test_split_design_without_test_documents_is_refused():
+    table = ingest_splits_table([0, 0, 1], [1, 2, 3], ["train", "test", "train"])
+    with pytest.raises(io.WmdevalError, match="s.parquet: fold 1 has 1 training and 0 test"):
+        sig.split_design(table, "s.parquet")
+
+
+def test_compare_on_random_splits_by_hand():
+    # Three folds of four documents; wrong predictions per fold: method 1, 2, 0;
+    # reference 2, 2, 2. Per-fold differences -1/4, 0, -2/4: mean -1/4, s² = 1/16,
+    # se² = (1/3 + 0.5) / 16, t = -0.25 / sqrt(0.8333 / 16) = -1.0954, 2 df.
+    method = np.array([F, T, T, T, F, F, T, T, T, T, T, T])
+    reference = np.array([F, F, T, T, F, T, F, T, T, F, F, T])
+    fold = np.repeat([0, 1, 2], 4)
+    result = sig.compare(method, reference, fold, 0.5, 0.95, 100, 0)
+    assert (result.test, result.folds, result.n) == (sig.CORRECTED_T, 3, 12)
+    assert result.error == pytest.approx(3 / 12) and result.reference_error == pytest.approx(0.5)
+    assert result.difference == pytest.approx(-0.25)
+    t = -0.25 / math.sqrt((1 / 3 + 0.5) / 16)
+    assert result.p_value == pytest.approx(2 * scipy.stats.t.sf(abs(t), 2), rel=1e-10)
+    half = scipy.stats.t.ppf(0.975, 2) * math.sqrt((1 / 3 + 0.5) / 16)
+    assert (result.ci_low, result.ci_high) == pytest.approx((-0.25 - half, -0.25 + half))
+    # b: method right, reference wrong (positions 1, 6, 9, 10); c: the other way (5).
+    assert (result.b, result.c) == (4, 1)
+
+
+def test_error_is_the_mean_over_folds():
+    # Unequal folds (as the clean variant can have): 1 of 2 wrong, then 0 of 6 wrong:
+    # mean over folds 0.25, not the pooled 1/8.
+    result = sig.compare(
+        np.array([F, T, T, T, T, T, T, T]),
+        np.ones(8, bool),
+        np.r_[[0, 0], [1] * 6],
+        0.4,
+        0.95,
+        1,
+        0,
+    )
+    assert result.error == pytest.approx(0.25)
+
+
+def test_random_splits_need_their_design():
+    predictions = predictions_table(
+        [row for m, c in HAND.items() for row in prediction_rows("d1", m, c, folds=2)]
+    )
+    with pytest.raises(io.WmdevalError, match="d1/original spans 2 folds but no splits"):
+        sig.significance_table(predictions, [BOW], 0.05, 100, 0)
+    wrong_folds = {("d1", "original"): sig.SplitDesign((0, 1, 2), 0.4)}
+    with pytest.raises(io.WmdevalError, match=r"has folds \[0, 1\], its splits \[0, 1, 2\]"):
+        sig.significance_table(predictions, [BOW], 0.05, 100, 0, designs=wrong_folds)
+    designs = {("d1", "original"): sig.SplitDesign((0, 1), 0.4)}
+    rows = sig.significance_table(predictions, [BOW], 0.05, 100, 0, designs=designs).to_pylist()
+    assert {(r["test"], r["folds"]) for r in rows} == {(sig.CORRECTED_T, 2)}
+    for r in rows:  # the row is what compare() gives on the paired predictions
+        assert r["ci_low"] <= r["difference"] <= r["ci_high"]
+
+
+def test_run_significance_refuses_splits_that_do_not_match(tmp_path):
+    predictions = hand_table(("d1", "d2"))
+    splits = write_splits(tmp_path, predictions)
+    del splits["d2/original"]
+    with pytest.raises(io.WmdevalError, match="without splits: d2/original"):
+        run(tmp_path, predictions, splits=splits)
+
+
+# --------------------------------------------------------------------------- across datasets
+
+
+def across_predictions(n_datasets: int) -> pa.Table:
+    """WMD better than BOW by 10-30 points on every dataset; WCD within 1 point of BOW."""
+    rows = []
+    for d in range(n_datasets):
+        bow = [F] * (4 + d % 3) + [T] * (16 - d % 3)
+        rows += prediction_rows(f"d{d}", BOW, bow)
+        rows += prediction_rows(f"d{d}", "WMD", [T] * 20 if d % 2 else [F] + [T] * 19)
+        rows += prediction_rows(f"d{d}", "WCD", bow if d % 2 else [T] + bow[1:])
+    return predictions_table(rows)
+
+
+def test_across_datasets_against_scipy_and_holm():
+    predictions = across_predictions(7)
+    table = sig.across_datasets_table(predictions, [BOW], 0.05, 0.01, 0)
+    assert table.schema == schemas.SIGNIFICANCE_DATASETS
+    rows = {r["method"]: r for r in table.to_pylist()}
+    assert list(rows) == ["WMD", "WCD"]
+    _, methods, errors, _ = sig.error_matrix(predictions, "original", "knn")
+    raw = []
+    for method, row in rows.items():
+        differences = errors[:, methods.index(method)] - errors[:, methods.index(BOW)]
+        expected = scipy.stats.wilcoxon(differences)
+        assert row["wilcoxon"] == expected.statistic
+        assert row["p_wilcoxon"] == pytest.approx(expected.pvalue, rel=1e-9)
+        assert row["mean_difference"] == pytest.approx(differences.mean())
+        assert row["p_method_better"] + row["p_equivalent"] + row["p_reference_better"] == (
+            pytest.approx(1.0)
+        )
+        raw.append(expected.pvalue)
+    np.testing.assert_allclose([r["p_holm"] for r in rows.values()], sig.holm(raw))
+    wmd, wcd = rows["WMD"], rows["WCD"]
+    assert wmd["significant"] and wmd["p_method_better"] > 0.9
+    assert not wcd["significant"] and wcd["p_method_better"] > 0.5  # 5 points on half of them
+    # WCD's differences are 0 or -5 points: all pairwise means lie within a 6-point rope.
+    wide = sig.across_datasets_table(predictions, [BOW], 0.05, 0.06, 0).to_pylist()
+    assert wide[1]["method"] == "WCD" and wide[1]["p_equivalent"] == 1.0
+
+
+def test_across_datasets_needs_five_datasets():
+    assert sig.across_datasets_table(across_predictions(4), [BOW], 0.05, 0.01, 0).num_rows == 0
+    assert sig.across_datasets_table(across_predictions(5), [BOW], 0.05, 0.01, 0).num_rows == 2
+
+
+def test_across_datasets_markdown_says_when_there_is_no_test(tmp_path):
+    _, paths = run(tmp_path, across_predictions(6), reference=BOW)
+    markdown = paths["out_md"].read_text()
+    assert "## Across datasets" in markdown and "Friedman χ² =" in markdown
+    assert "| BOW (L1/L1) | WMD | 6 |" in markdown
+    across = paths["out_datasets_csv"].read_text().splitlines()
+    assert across[0] == ",".join(schemas.SIGNIFICANCE_DATASETS.names) and len(across) == 3
+    _, paths = run(tmp_path, across_predictions(3), out="few", reference=BOW)
+    assert sig.too_few_datasets(3) in paths["out_md"].read_text()
+    assert "Friedman χ²" not in paths["out_md"].read_text()
+    assert len(paths["out_datasets_csv"].read_text().splitlines()) == 1  # the header alone
+
+
+def test_diagram_names_nemenyi_and_needs_five_datasets():
+    few = sig.critical_difference_figure(
+        sig.critical_difference(across_predictions(3), "original", "knn", 0.05)
+    )
+    texts = [t.get_text() for t in few.texts]
+    assert any("Nemenyi" in t for t in texts)
+    assert any(f"fewer than {sig.MIN_DATASETS} datasets" in t for t in texts)
+    enough = sig.critical_difference_figure(
+        sig.critical_difference(across_predictions(6), "original", "knn", 0.05)
+    )
+    assert any("Nemenyi" in t for t in enough.texts[0].get_text().splitlines())

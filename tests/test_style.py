@@ -8,6 +8,7 @@ benchmarks`` and ``snakefmt Snakefile workflow/rules``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,15 @@ def run(*command: str) -> subprocess.CompletedProcess:
 def test_code_is_clean(command):
     result = run(*command)
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+
+
+def test_benchmarks_name_no_machine_specific_path():
+    """A benchmark runs on anyone's machine: data relative to the repository, tools given
+    by an option or the environment, never an absolute path of one machine."""
+    absolute = re.compile(r"""["'\s](/(?:work|home|root|opt|mnt|scratch|Users)/[^\s"']*)""")
+    found = [
+        f"{path.name}: {match}"
+        for path in sorted((REPO / "benchmarks").glob("*.py"))
+        for match in absolute.findall(path.read_text())
+    ]
+    assert not found, found

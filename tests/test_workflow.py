@@ -223,7 +223,7 @@ def test_tables_and_figures_exist(finished_run):
     n2o = pq.read_table(results / "subjects" / "original" / "analysis" / "n2o.parquet")
     same = [r["n2o"] for r in n2o.to_pylist() if r["method_a"] == r["method_b"]]
     assert same and all(v == 1.0 for v in same)
-    for name in ("significance.csv", "significance.md"):
+    for name in ("significance.csv", "significance_datasets.csv", "significance.md"):
         assert (results / "tables" / name).stat().st_size > 0
     for name in ("critical_difference.png", "critical_difference.svg"):
         assert (results / "figures" / name).stat().st_size > 10_000
@@ -623,7 +623,7 @@ def test_your_own_distance_is_in_every_output_and_a_rerun_does_nothing(byo_run):
     significance = pcsv.read_csv(results / "tables" / "significance.csv").to_pylist()
     same = [r for r in significance if r["reference"] == "bowl1" and r["method"] == "BOW (L1/L1)"]
     assert len(same) == 3 * 2 * 2
-    assert all(r["b"] == 0 and r["c"] == 0 and r["p_mcnemar"] == 1.0 for r in same)
+    assert all(r["b"] == 0 and r["c"] == 0 and r["p_value"] == 1.0 for r in same)
     n2o = pq.read_table(results / "subjects" / "original" / "analysis" / "n2o.parquet")
     assert "bowl1" in set(n2o.column("method_a").to_pylist())
     run = snakemake(byo_run, "--configfile", "config/config.yaml", "extra.yaml", "byo.yaml", "-n")
@@ -928,8 +928,14 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
     assert plan.returncode == 0, plan.stderr[-3000:]
     # wmd.mode auto: knn from 2,000 documents, by the paper's counts, before any download
-    assert "bbcsport=full (auto: 737 documents < 2,000)" in plan.stderr
-    assert "20news=knn (auto: 18,821 documents >= 2,000)" in plan.stderr
+    assert (
+        "bbcsport=full (auto: 737 documents (the paper's count for "
+        "bbcsport-emd_tr_te_split.mat, docs/protocol.md §2) < 2,000)"
+    ) in plan.stderr
+    assert (
+        "20news=knn (auto: 18,821 documents (the paper's count for "
+        "20ng2_500-emd_tr_te.mat, docs/protocol.md §2) >= 2,000)"
+    ) in plan.stderr
     table = plan.stdout.split("Job stats:", 1)[1]
     counts = {
         row[0]: int(row[1])

@@ -6,7 +6,7 @@ import sys
 
 from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
-from wmdeval.core.io import WmdevalError
+from wmdeval.core.errors import WmdevalError
 from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
@@ -17,13 +17,14 @@ from wmdeval.core.methods import (
     method_by_slug,
     pca_method_name,
 )
-from wmdeval.planning.modes import dataset_mode
+from wmdeval.planning.modes import dataset_mode, planned_documents
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
     search_resources as wmd_search_resources,
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
     embedding_matrix_runtime,
+    kusner_ingest_mem_mb,
 )
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing
@@ -55,7 +56,28 @@ VARIANTS = config["variants"]
 
 # How each dataset's WMD methods are computed: "full" (every pair) or "knn" (an exact
 # top-k search pruned by lower bounds), with the reason; `auto` is decided here, once.
-WMD_MODES = {d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS}
+# Documents of each dataset as known while planning (a .mat header, a table's rows), also
+# for the resource estimates of jobs whose documents file does not exist yet (a dry run).
+# A local .mat file whose header is not Kusner's stops here, in one line, before any job.
+try:
+    WMD_MODES = {
+        d: dataset_mode(config["datasets"][d], config["wmd"]) for d in DATASETS
+    }
+    PLANNED_DOCUMENTS = {
+        d: planned_documents(config["datasets"][d])[0] for d in DATASETS
+    }
+except WmdevalError as error:
+    sys.exit(f"wmdeval: {error}")
+
+
+def planned_rows(dataset, documents):
+    """Documents the file `documents` of `dataset` will hold, as planned: the dataset's
+    count (an upper bound for a variant), at most wmd.sample_documents for a knn-mode
+    sample; None if unknown."""
+    n = PLANNED_DOCUMENTS.get(dataset)
+    if n is not None and "/sample/" in str(documents):
+        return min(n, config["wmd"]["sample_documents"])
+    return n
 
 
 def wmd_mode(dataset):
@@ -345,6 +367,22 @@ def analysis_output_arguments(wildcards, output):
     return " ".join(f"--out {name}={path}" for name, path in output.items())
 
 
+def significance_splits():
+    """{"dataset/variant": its splits}: the test/train sizes the corrected t-test needs."""
+    return {
+        f"{d}/{v}": f"results/{d}/{v}/splits.parquet"
+        for d in DATASETS
+        for v in VARIANTS
+    }
+
+
+def significance_split_arguments(wildcards, input):
+    return " ".join(
+        f"--splits {name}={path}"
+        for name, path in zip(significance_splits(), input.splits, strict=True)
+    )
+
+
 def per_variant(pattern):
     """``pattern`` for every dataset and variant of the run."""
     return expand(pattern, dataset=DATASETS, variant=VARIANTS)
@@ -369,7 +407,14 @@ def analysis_outputs():
 def matrix_job_mem_mb(wildcards, input, attempt):
     """Jobs that hold a variant's distance matrices plus a float64 working block."""
     n_matrices = sum(1 for path in input if "/distances/" in str(path))
-    return wmd_matrix_job_mem_mb(input.documents, attempt, max(n_matrices, 2))
+    planned = planned_rows(wildcards.dataset, input.documents)
+    return wmd_matrix_job_mem_mb(input.documents, attempt, max(n_matrices, 2), planned)
+
+
+def gather_job_mem_mb(wildcards, input, attempt):
+    """A gather or subset job: the float64 matrix about three times over."""
+    planned = planned_rows(wildcards.dataset, input.documents)
+    return gather_mem_mb(input.documents, planned) * attempt
 
 
 def logged(path):

@@ -72,8 +72,7 @@ rule wmd_gather:
     threads: 1
     resources:
         # the float64 matrix twice (assembly and Parquet) plus one block in flight
-        mem_mb=lambda wildcards, input, attempt: gather_mem_mb(input.documents)
-        * attempt,
+        mem_mb=gather_job_mem_mb,
         runtime=30,
     params:
         name=lambda wildcards: method_by_slug(wildcards.method).name,
@@ -103,8 +102,7 @@ rule wmd_subset:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wildcards, input, attempt: gather_mem_mb(input.documents)
-        * attempt,
+        mem_mb=gather_job_mem_mb,
         runtime=30,
     shell:
         "wmdeval wmd-subset --matrix {input.matrix} --documents {input.documents}"

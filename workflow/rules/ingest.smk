@@ -50,8 +50,8 @@ rule ingest_kusner:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # loadmat holds the whole file as float64 plus Python objects per cell
-        mem_mb=lambda wildcards, input, attempt: max(2000, 8 * input.size_mb) * attempt,
+        # the file's data inflated, plus Python objects per document (planning/resources.py)
+        mem_mb=lambda wildcards, input, attempt: kusner_ingest_mem_mb(input[0], attempt),
         runtime=60,
     params:
         normalize=lambda wildcards: json.dumps(dataset_spec(wildcards)["normalize"]),

@@ -22,7 +22,10 @@ rule embedding_matrix:
         mem_mb=matrix_job_mem_mb,
         # RWMD from its measured pairs/s (benchmarks/beyond_methods.py); the others: seconds
         runtime=lambda wildcards, input, attempt: embedding_matrix_runtime(
-            input.documents, wildcards.embedding_method, attempt
+            input.documents,
+            wildcards.embedding_method,
+            attempt,
+            planned_rows(wildcards.dataset, input.documents),
         ),
     shell:
         "wmdeval embedding-matrix --documents {input.documents}"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .core.io import WmdevalError
+from .core.errors import WmdevalError
 
 # ---------------------------------------------------------------------- argument types
 
@@ -614,18 +614,29 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "significance",
         "analyses.significance:run_significance",
-        "McNemar/Holm and bootstrap per dataset, Friedman/Nemenyi across datasets",
+        "per-dataset tests fitting the splits (McNemar or corrected t), Holm; Wilcoxon, "
+        "Bayesian signed-rank, Friedman/Nemenyi across datasets",
         (
             path("--predictions", "predictions_path"),
             expect("the predictions (dataset, variant, method, classifier)"),
+            Arg(
+                "--splits",
+                "splits",
+                "DATASET/VARIANT=PATH: the splits of each dataset variant of the predictions",
+                name_and_path,
+                repeat=True,
+                collect=dict,
+            ),
             Arg("--reference", "reference", "the second reference method (a name)"),
             Arg("--alpha", "alpha", "level of the tests after Holm's correction", float),
             Arg("--bootstrap", "n_resamples", "bootstrap resamples B", int),
-            Arg("--level", "level", "confidence level of the bootstrap interval", float),
+            Arg("--level", "level", "confidence level of the per-dataset intervals", float),
+            Arg("--rope", "rope", "region of practical equivalence, in percentage points", float),
             SEED,
             Arg("--variant", "variant", "variant of the critical-difference diagram"),
             Arg("--classifier", "classifier", "classifier of the critical-difference diagram"),
             path("--out-csv", "out_csv"),
+            path("--out-datasets-csv", "out_datasets_csv"),
             path("--out-md", "out_md"),
             path("--out-png", "out_png"),
             path("--out-svg", "out_svg"),

@@ -1,12 +1,22 @@
 """Is one method's test error really lower than another's? Paired tests on predictions.
 
-Per dataset: the exact McNemar test of two methods' test predictions, pooled over the
-folds and paired on (fold, doc_id), with Holm's correction across the methods compared
-with one reference, and a paired bootstrap interval of the difference in error.
+Per dataset, a test that fits how its splits were drawn (docs/protocol.md §10.2):
 
-Across datasets: the Friedman test on the methods' ranks by test error, with the
-Nemenyi critical difference and the critical difference diagram of Demšar (2006),
-"Statistical comparisons of classifiers over multiple data sets", JMLR 7:1-30.
+- one train/test split: the exact McNemar test of the two methods' test predictions, with
+  a paired bootstrap interval of the difference in error;
+- several random train/test splits of the same documents (the five-fold datasets): the
+  corrected resampled t-test of Nadeau and Bengio (2003) on the per-split error differences,
+  with its t interval. Pooling such predictions into one McNemar test treats them as
+  independent and ignores the training sets' variation, and rejects a true null far more
+  often than its level (benchmarks/significance_calibration.py measures both).
+
+Holm's correction runs across the methods compared with one reference.
+
+Across datasets (at least MIN_DATASETS of them): pairwise Wilcoxon signed-rank tests of
+each method against each reference on the per-dataset errors, Holm-corrected, and the
+Bayesian signed-rank test with a region of practical equivalence (Benavoli et al. 2016,
+2017); beside them the Friedman test with the Nemenyi critical difference and Demšar's
+(2006) diagram.
 """
 
 from __future__ import annotations
@@ -24,14 +34,32 @@ import pyarrow.compute as pc
 
 from ..core import io, schemas
 from ..core.methods import REFERENCE
-from ..core.stats import average_ranks
+from ..core.stats import (
+    average_ranks,
+    bayesian_signed_rank,
+    corrected_resampled_t,
+    corrected_t_interval,
+    wilcoxon_signed_rank,
+)
 from ..reporting.tables import CLASSIFIER_ORDER, VARIANT_ORDER, markdown_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# The table written here is documented with the others in schemas.py.
+# The tables written here are documented with the others in schemas.py.
 SIGNIFICANCE = schemas.SIGNIFICANCE
+SIGNIFICANCE_DATASETS = schemas.SIGNIFICANCE_DATASETS
+
+#: The per-dataset tests, as the `test` column names them.
+MCNEMAR = "exact McNemar"
+CORRECTED_T = "corrected resampled t"
+
+#: Fewer datasets than this: no across-dataset test is computed (the Wilcoxon test cannot
+#: reach p < 0.05 two-sided below 6, and the Bayesian test's posterior is mostly prior).
+MIN_DATASETS = 5
+#: Posterior draws of each Bayesian signed-rank test (Monte Carlo error of a probability
+#: <= 0.5 / sqrt(50,000) = 0.0022).
+BAYES_SAMPLES = 50_000
 
 #: Shown in the CD figure instead of a diagram when there is a single dataset.
 TOO_FEW_DATASETS = "Friedman test needs at least 2 datasets"
@@ -81,6 +109,15 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted[order] = np.maximum.accumulate(scaled)
     return adjusted
+
+
+def _holm_adjusted(rows: list[dict], p_column: str, alpha: float) -> None:
+    """Add ``p_holm`` (Holm across ``rows``, one family) and ``significant`` (p_holm <
+    ``alpha``) to every row, from its ``p_column``."""
+    adjusted = holm([r[p_column] for r in rows])
+    for row, p in zip(rows, adjusted.tolist(), strict=True):
+        row["p_holm"] = p
+        row["significant"] = bool(p < alpha)
 
 
 def paired_bootstrap(
@@ -254,21 +291,10 @@ def _group_predictions(predictions: pa.Table) -> _Predictions:
     )
 
 
-def comparison_seed(seed: int, *names: str) -> np.random.SeedSequence:
-    """The bootstrap seed of one comparison: ``seed`` and a CRC-32 of its names.
-
-    CRC-32, unlike Python's hash(), is the same in every process, so a comparison's
-    interval depends only on the seed and the names, not on row order or on what else
-    the table holds.
-    """
-    digest = zlib.crc32("\x1f".join(names).encode("utf-8"))
-    return np.random.SeedSequence([int(seed), digest])
-
-
 def _paired_correct(
     grouped: _Predictions, group: tuple[str, str, str], method: str, reference: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """(correct of ``method``, correct of ``reference``) on the same (fold, doc_id)s."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(correct of ``method``, correct of ``reference``, fold) on the same (fold, doc_id)s."""
     method_keys = grouped.keys[(*group, method)]
     reference_keys = grouped.keys[(*group, reference)]
     if not np.array_equal(method_keys, reference_keys):
@@ -279,7 +305,126 @@ def _paired_correct(
             f"the same (fold, doc_id) set ({only_method} only in {method}, "
             f"{only_reference} only in {reference}); an unpaired comparison is refused"
         )
-    return grouped.correct[(*group, method)], grouped.correct[(*group, reference)]
+    return (
+        grouped.correct[(*group, method)],
+        grouped.correct[(*group, reference)],
+        method_keys >> 32,
+    )
+
+
+# --------------------------------------------------------------------------- split designs
+
+
+@dataclass(frozen=True)
+class SplitDesign:
+    """The train/test splits of one dataset variant, as the per-dataset test needs them:
+    the folds, and the mean over folds of test size / training size (n2/n1 of the
+    corrected resampled t-test)."""
+
+    folds: tuple[int, ...]
+    test_train_ratio: float
+
+
+def split_design(splits: pa.Table, source: str = "splits") -> SplitDesign:
+    """The :class:`SplitDesign` of a SPLITS table; every fold needs training and test
+    documents (WmdevalError naming ``source`` otherwise)."""
+    fold = splits.column("fold").to_numpy().astype(np.int64)
+    is_test = np.asarray(splits.column("subset").to_pylist()) == "test"
+    folds = np.unique(fold)
+    if len(folds) == 0:
+        raise io.WmdevalError(f"{source}: no split")
+    ratios = []
+    for f in folds.tolist():
+        n_test = int(np.count_nonzero(is_test & (fold == f)))
+        n_train = int(np.count_nonzero(~is_test & (fold == f)))
+        if n_test == 0 or n_train == 0:
+            raise io.WmdevalError(
+                f"{source}: fold {f} has {n_train} training and {n_test} test documents; "
+                "expected at least one of each"
+            )
+        ratios.append(n_test / n_train)
+    return SplitDesign(tuple(folds.tolist()), float(np.mean(ratios)))
+
+
+# --------------------------------------------------------------------------- one comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One method against one reference on one dataset, variant and classifier."""
+
+    test: str  # MCNEMAR or CORRECTED_T
+    folds: int
+    n: int
+    error: float  # mean over folds of the per-fold test error
+    reference_error: float
+    b: int  # method right, reference wrong
+    c: int  # method wrong, reference right
+    p_value: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def difference(self) -> float:
+        return self.error - self.reference_error
+
+
+def compare(
+    correct: np.ndarray,
+    reference_correct: np.ndarray,
+    fold: np.ndarray,
+    test_train_ratio: float | None,
+    level: float,
+    n_resamples: int,
+    seed: int | np.random.SeedSequence,
+) -> Comparison:
+    """The paired test of a method against a reference that fits the split design.
+
+    ``correct``, ``reference_correct`` and ``fold`` are aligned per prediction. One fold:
+    the exact McNemar test and the paired bootstrap interval (``n_resamples``, ``seed``):
+    the test documents are independent draws and the training set is fixed, which both
+    assume. Several folds (random splits of the same documents, ``test_train_ratio`` =
+    n2/n1): the corrected resampled t-test on the per-fold error differences, and its t
+    interval; the bootstrap would resample predictions as if independent, so it is not
+    used. The interval's level is ``level`` in both cases.
+    """
+    correct = np.asarray(correct, dtype=bool)
+    reference_correct = np.asarray(reference_correct, dtype=bool)
+    fold = np.asarray(fold)
+    folds, fold_index = np.unique(fold, return_inverse=True)
+    b = int(np.count_nonzero(correct & ~reference_correct))
+    c = int(np.count_nonzero(~correct & reference_correct))
+    n = len(correct)
+    if n == 0:
+        nan = math.nan
+        return Comparison(MCNEMAR, 0, 0, nan, nan, 0, 0, mcnemar_exact(0, 0), nan, nan)
+    per_fold = np.bincount(fold_index)
+    error_by_fold = np.bincount(fold_index, weights=~correct) / per_fold
+    reference_by_fold = np.bincount(fold_index, weights=~reference_correct) / per_fold
+    error, reference_error = float(error_by_fold.mean()), float(reference_by_fold.mean())
+    if len(folds) == 1:
+        low, high = paired_bootstrap(correct, reference_correct, n_resamples, seed, level)
+        return Comparison(
+            MCNEMAR, 1, n, error, reference_error, b, c, mcnemar_exact(b, c), low, high
+        )
+    if test_train_ratio is None:
+        raise ValueError("several folds need the test/train size ratio of their splits")
+    result = corrected_resampled_t(error_by_fold - reference_by_fold, test_train_ratio)
+    low, high = corrected_t_interval(result, level)
+    return Comparison(
+        CORRECTED_T, len(folds), n, error, reference_error, b, c, result.p_value, low, high
+    )
+
+
+def comparison_seed(seed: int, *names: str) -> np.random.SeedSequence:
+    """The random stream of one comparison: ``seed`` and a CRC-32 of its names.
+
+    CRC-32, unlike Python's hash(), is the same in every process, so a comparison's
+    interval depends only on the seed and the names, not on row order or on what else
+    the table holds.
+    """
+    digest = zlib.crc32("\x1f".join(names).encode("utf-8"))
+    return np.random.SeedSequence([int(seed), digest])
 
 
 def significance_table(
@@ -289,17 +434,20 @@ def significance_table(
     n_resamples: int,
     seed: int,
     level: float | None = None,
+    designs: Mapping[tuple[str, str], SplitDesign] | None = None,
 ) -> pa.Table:
     """The SIGNIFICANCE table: every method against every reference, per dataset,
     variant and classifier.
 
     For each (dataset, variant, classifier) and each reference of ``reference_methods``
     that has predictions there, every other method is paired with the reference on
-    (fold, doc_id) over all folds (WmdevalError if the two sets differ), and gets the
-    exact McNemar p-value, its Holm adjustment over the methods of that reference
-    (significant: p_holm < ``alpha``) and a paired bootstrap interval (``n_resamples``,
-    ``level``, default 1 - ``alpha``) of its error minus the reference's, seeded by
-    :func:`comparison_seed`. A reference absent from the whole table is an error.
+    (fold, doc_id) over all folds (WmdevalError if the two sets differ) and tested by
+    :func:`compare` (interval level ``level``, default 1 - ``alpha``; bootstrap seeded by
+    :func:`comparison_seed`), with Holm's adjustment over the methods of that reference
+    (significant: p_holm < ``alpha``). ``designs``: the :class:`SplitDesign` of each
+    (dataset, variant); required for every one whose predictions span several folds, and
+    its folds must be those of the predictions. A reference absent from the whole table is
+    an error.
 
     Rows: datasets in order of first appearance, variants and classifiers in report
     order, references in the given order, methods in order of first appearance.
@@ -307,6 +455,7 @@ def significance_table(
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     level = 1.0 - alpha if level is None else level
+    designs = designs or {}
     grouped = _group_predictions(predictions)
     references = list(dict.fromkeys(reference_methods))
     for reference in references:
@@ -319,13 +468,48 @@ def significance_table(
             for classifier in grouped.classifiers:
                 group = (dataset, variant, classifier)
                 present = [m for m in grouped.methods if (*group, m) in grouped.keys]
+                if not present:
+                    continue
+                ratio = _test_train_ratio(grouped, group, present, designs.get(group[:2]))
                 for reference in references:
                     if reference in present:
                         others = [m for m in present if m != reference]
                         rows += _reference_rows(
-                            grouped, group, reference, others, alpha, level, n_resamples, seed
+                            grouped,
+                            group,
+                            reference,
+                            others,
+                            alpha,
+                            level,
+                            n_resamples,
+                            seed,
+                            ratio,
                         )
     return pa.table({n: [r[n] for r in rows] for n in SIGNIFICANCE.names}).cast(SIGNIFICANCE)
+
+
+def _test_train_ratio(
+    grouped: _Predictions,
+    group: tuple[str, str, str],
+    methods: Sequence[str],
+    design: SplitDesign | None,
+) -> float | None:
+    """n2/n1 of the group's splits; None for a one-fold group without a design. The folds
+    of the predictions must be those of the splits: a missing fold would go unnoticed."""
+    folds = sorted(set(np.unique(grouped.keys[(*group, methods[0])] >> 32).tolist()))
+    name = "/".join(group[:2])
+    if design is None:
+        if len(folds) > 1:
+            raise io.WmdevalError(
+                f"predictions: {name} spans {len(folds)} folds but no splits were given for "
+                "it; the corrected resampled t-test needs their test/train sizes"
+            )
+        return None
+    if folds != sorted(design.folds):
+        raise io.WmdevalError(
+            f"predictions: {'/'.join(group)} has folds {folds}, its splits {list(design.folds)}"
+        )
+    return design.test_train_ratio
 
 
 def _reference_rows(
@@ -337,20 +521,19 @@ def _reference_rows(
     level: float,
     n_resamples: int,
     seed: int,
+    test_train_ratio: float | None,
 ) -> list[dict]:
     rows = []
     for method in methods:
-        correct, reference_correct = _paired_correct(grouped, group, method, reference)
-        b = int(np.count_nonzero(correct & ~reference_correct))
-        c = int(np.count_nonzero(~correct & reference_correct))
-        error = float(np.mean(~correct)) if len(correct) else math.nan
-        reference_error = float(np.mean(~reference_correct)) if len(correct) else math.nan
-        low, high = paired_bootstrap(
+        correct, reference_correct, fold = _paired_correct(grouped, group, method, reference)
+        result = compare(
             correct,
             reference_correct,
+            fold,
+            test_train_ratio,
+            level,
             n_resamples,
             comparison_seed(seed, *group, reference, method),
-            level=level,
         )
         dataset, variant, classifier = group
         rows.append(
@@ -360,21 +543,20 @@ def _reference_rows(
                 "classifier": classifier,
                 "method": method,
                 "reference": reference,
-                "n": len(correct),
-                "error": error,
-                "reference_error": reference_error,
-                "difference": error - reference_error,
-                "b": b,
-                "c": c,
-                "p_mcnemar": mcnemar_exact(b, c),
-                "ci_low": low,
-                "ci_high": high,
+                "test": result.test,
+                "folds": result.folds,
+                "n": result.n,
+                "error": result.error,
+                "reference_error": result.reference_error,
+                "difference": result.difference,
+                "b": result.b,
+                "c": result.c,
+                "p_value": result.p_value,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
             }
         )
-    adjusted = holm([r["p_mcnemar"] for r in rows])
-    for row, p in zip(rows, adjusted.tolist(), strict=True):
-        row["p_holm"] = p
-        row["significant"] = bool(p < alpha)
+    _holm_adjusted(rows, "p_value", alpha)
     return rows
 
 
@@ -385,7 +567,7 @@ def _reference_rows(
 class CriticalDifference:
     """The Friedman test and Nemenyi critical difference of one variant and classifier.
 
-    ``errors`` [datasets x methods] is the test error pooled over folds. Only methods
+    ``errors`` [datasets x methods] is the mean test error over folds. Only methods
     with predictions on every dataset take part (the test needs complete blocks);
     ``left_out`` names the others. With fewer than 2 datasets or methods the statistic,
     p-value and cd are NaN and ``note`` says why.
@@ -409,8 +591,9 @@ def error_matrix(
     predictions: pa.Table, variant: str, classifier: str
 ) -> tuple[list[str], list[str], np.ndarray, list[str]]:
     """(datasets, methods, errors [datasets x methods], left-out methods) of one variant
-    and classifier: each error is the share of wrong test predictions pooled over the
-    folds. Methods missing from some dataset are left out (in order of first appearance).
+    and classifier: each error is the mean over folds of the per-fold test error (as in
+    Table 2 and the SIGNIFICANCE table). Methods missing from some dataset are left out
+    (in order of first appearance).
     """
     grouped = _group_predictions(predictions)
     datasets = [
@@ -427,7 +610,7 @@ def error_matrix(
     left_out = [m for m in present if m not in methods]
     errors = np.array(
         [
-            [float(np.mean(~grouped.correct[(d, variant, classifier, m)])) for m in methods]
+            [_mean_fold_error(grouped, (d, variant, classifier, m)) for m in methods]
             for d in datasets
         ],
         dtype=np.float64,
@@ -435,10 +618,17 @@ def error_matrix(
     return datasets, methods, errors, left_out
 
 
+def _mean_fold_error(grouped: _Predictions, key: tuple[str, str, str, str]) -> float:
+    """Mean over folds of the per-fold test error: a dataset's error as Table 2 gives it."""
+    _, fold_index = np.unique(grouped.keys[key] >> 32, return_inverse=True)
+    wrong = np.bincount(fold_index, weights=~grouped.correct[key])
+    return float(np.mean(wrong / np.bincount(fold_index)))
+
+
 def critical_difference(
     predictions: pa.Table, variant: str, classifier: str, alpha: float
 ) -> CriticalDifference:
-    """Friedman test over datasets of the methods' pooled test errors, average ranks
+    """Friedman test over datasets of the methods' test errors, average ranks
     (1 = lowest error) and the Nemenyi critical difference at ``alpha``."""
     datasets, methods, errors, left_out = error_matrix(predictions, variant, classifier)
     if not datasets:
@@ -484,6 +674,77 @@ def critical_differences(predictions: pa.Table, alpha: float) -> list[CriticalDi
         for c in grouped.classifiers
         if (v, c) in present
     ]
+
+
+def across_datasets_table(
+    predictions: pa.Table,
+    reference_methods: Sequence[str],
+    alpha: float,
+    rope: float,
+    seed: int,
+) -> pa.Table:
+    """The SIGNIFICANCE_DATASETS table: each method against each reference across the
+    datasets, for every variant and classifier with at least MIN_DATASETS datasets.
+
+    On the methods present on every dataset (:func:`error_matrix`), the differences
+    error(method) - error(reference), one per dataset, get Wilcoxon's signed-rank test,
+    Holm-adjusted over the methods compared with that reference (significant:
+    p_holm < ``alpha``), and the Bayesian signed-rank test with the region of practical
+    equivalence [-``rope``, ``rope``] (``BAYES_SAMPLES`` draws seeded by
+    :func:`comparison_seed`). A pair's result depends on those two methods alone, unlike
+    the Nemenyi test's, which depends on every method ranked. A reference missing on some
+    dataset compares with nothing.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    grouped = _group_predictions(predictions)
+    present = {k[1:3] for k in grouped.keys}
+    rows: list[dict] = []
+    for variant in grouped.variants:
+        for classifier in grouped.classifiers:
+            if (variant, classifier) not in present:
+                continue
+            datasets, methods, errors, _ = error_matrix(predictions, variant, classifier)
+            if len(datasets) < MIN_DATASETS:
+                continue
+            for reference in dict.fromkeys(reference_methods):
+                if reference not in methods:
+                    continue
+                column = errors[:, methods.index(reference)]
+                block = []
+                for index, method in enumerate(methods):
+                    if method == reference:
+                        continue
+                    differences = errors[:, index] - column
+                    statistic, p_value = wilcoxon_signed_rank(differences)
+                    posterior = bayesian_signed_rank(
+                        differences,
+                        rope,
+                        BAYES_SAMPLES,
+                        comparison_seed(
+                            seed, "across datasets", variant, classifier, reference, method
+                        ),
+                    )
+                    block.append(
+                        {
+                            "variant": variant,
+                            "classifier": classifier,
+                            "method": method,
+                            "reference": reference,
+                            "datasets": len(datasets),
+                            "mean_difference": float(np.mean(differences)),
+                            "wilcoxon": statistic,
+                            "p_wilcoxon": p_value,
+                            "rope": rope,
+                            "p_method_better": posterior.left,
+                            "p_equivalent": posterior.rope,
+                            "p_reference_better": posterior.right,
+                        }
+                    )
+                _holm_adjusted(block, "p_wilcoxon", alpha)
+                rows += block
+    names = SIGNIFICANCE_DATASETS.names
+    return pa.table({n: [r[n] for r in rows] for n in names}).cast(SIGNIFICANCE_DATASETS)
 
 
 def rank_groups(average_ranks: Mapping[str, float], cd: float) -> list[tuple[int, int]]:
@@ -643,13 +904,15 @@ def significance_rows(table: pa.Table) -> tuple[list[str], list[list[str]]]:
         "classifier",
         "reference",
         "method",
+        "test",
+        "folds",
         "n",
         "error (%)",
         "reference error (%)",
         "difference (pp) [CI]",
         "b",
         "c",
-        "p (McNemar)",
+        "p",
         "p (Holm)",
         "",
     ]
@@ -660,13 +923,15 @@ def significance_rows(table: pa.Table) -> tuple[list[str], list[list[str]]]:
             r["classifier"],
             r["reference"],
             r["method"],
+            r["test"],
+            str(r["folds"]),
             str(r["n"]),
             f"{100 * r['error']:.2f}",
             f"{100 * r['reference_error']:.2f}",
             f"{100 * r['difference']:+.2f} [{100 * r['ci_low']:+.2f}, {100 * r['ci_high']:+.2f}]",
             str(r["b"]),
             str(r["c"]),
-            _format_p(r["p_mcnemar"]),
+            _format_p(r["p_value"]),
             _format_p(r["p_holm"]),
             "*" if r["significant"] else "",
         ]
@@ -675,36 +940,153 @@ def significance_rows(table: pa.Table) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def across_datasets_rows(table: pa.Table) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a SIGNIFICANCE_DATASETS table as the Markdown shows them."""
+    header = [
+        "reference",
+        "method",
+        "N",
+        "mean difference (pp)",
+        "Wilcoxon",
+        "p",
+        "p (Holm)",
+        "",
+        "P(method better)",
+        "P(equivalent)",
+        "P(reference better)",
+    ]
+    rows = [
+        [
+            r["reference"],
+            r["method"],
+            str(r["datasets"]),
+            f"{100 * r['mean_difference']:+.2f}",
+            f"{r['wilcoxon']:g}",
+            _format_p(r["p_wilcoxon"]),
+            _format_p(r["p_holm"]),
+            "*" if r["significant"] else "",
+            f"{r['p_method_better']:.3f}",
+            f"{r['p_equivalent']:.3f}",
+            f"{r['p_reference_better']:.3f}",
+        ]
+        for r in table.to_pylist()
+    ]
+    return header, rows
+
+
+def too_few_datasets(n_datasets: int) -> str:
+    return (
+        f"No across-dataset test: {n_datasets} dataset{'s' if n_datasets != 1 else ''}. With "
+        f"fewer than {MIN_DATASETS}, none is meaningful (two-sided, Wilcoxon's test cannot "
+        "reach p < 0.05 below 6 datasets, and Friedman's and Nemenyi's rank tests rest on "
+        "as few blocks)."
+    )
+
+
+def across_datasets_markdown(
+    across: pa.Table, results: Sequence[CriticalDifference], alpha: float, rope: float
+) -> str:
+    """The across-dataset section: per variant and classifier, the Friedman test and the
+    pairwise tests against each reference, or why there are none."""
+    caption = (
+        "Per variant and classifier, on each dataset's test error (mean over folds), for the "
+        "methods present on every dataset: Wilcoxon's signed-rank test of each method "
+        "against each reference, Holm-adjusted across the methods compared with that "
+        f"reference (`*`: p (Holm) < {alpha:g}); and the Bayesian signed-rank test "
+        "(Benavoli et al. 2017; Dirichlet-process prior with one pseudo-observation at 0 "
+        f"of weight 0.5, {BAYES_SAMPLES} posterior draws) with a region of practical "
+        f"equivalence of ±{100 * rope:g} percentage points: the posterior probability that "
+        "the method's error is lower by more than that, that the two are equivalent, and "
+        "that the reference's is lower. Beside them the Friedman test; the Nemenyi "
+        "critical-difference diagram is results/figures/critical_difference.png."
+    )
+    parts = ["## Across datasets", caption]
+    rows = across.to_pylist()
+    for result in results:
+        title = f"### {result.variant}, {result.classifier}"
+        n = len(result.datasets)
+        if n < MIN_DATASETS:
+            parts += [title, too_few_datasets(n)]
+            continue
+        left_out = f"; left out (not on every dataset): {', '.join(result.left_out)}"
+        friedman_line = (
+            f"{n} datasets, {len(result.methods)} methods. Friedman χ² = "
+            f"{_format_number(result.statistic, 2)}, p = {_format_p(result.p_value)}"
+            f"{left_out if result.left_out else ''}."
+        )
+        keep = [
+            r
+            for r in rows
+            if (r["variant"], r["classifier"]) == (result.variant, result.classifier)
+        ]
+        header, body = across_datasets_rows(pa.Table.from_pylist(keep, SIGNIFICANCE_DATASETS))
+        table = markdown_table(body, header) if body else "No reference method on every dataset."
+        parts += [title, friedman_line, table]
+    return "\n\n".join(parts)
+
+
 def significance_markdown(
-    table: pa.Table, alpha: float, n_resamples: int, seed: int, level: float | None = None
+    table: pa.Table,
+    alpha: float,
+    n_resamples: int,
+    seed: int,
+    level: float | None = None,
+    across: str = "",
 ) -> str:
     """The SIGNIFICANCE rows as a readable Markdown table with a caption that says
-    what was tested; significant rows are marked."""
+    what was tested; significant rows are marked. ``across``: the across-dataset section
+    (:func:`across_datasets_markdown`), appended."""
     level = round(100 * (1 - alpha if level is None else level), 6)
     caption = (
-        "Exact McNemar test per dataset on the test predictions pooled over folds "
-        "(documents paired on fold and doc_id), Holm-adjusted across the methods compared "
-        f"with each reference; `*`: p (Holm) < {alpha:g}. Difference: error of the method "
-        f"minus error of the reference, in percentage points, with its {level:g}% paired "
-        f"bootstrap percentile interval (B = {n_resamples}, seed {seed})."
+        "Per dataset, the test fits how its splits were drawn. One train/test split: the "
+        "exact McNemar test on the test predictions (b: only the method right, c: only "
+        "the reference right), with a paired bootstrap percentile interval "
+        f"(B = {n_resamples}, seed {seed}). Several random train/test splits of the same "
+        "documents (the five-fold datasets): the corrected resampled t-test (Nadeau and "
+        "Bengio 2003) on the per-fold error differences, their variance inflated by "
+        "1/J + n_test/n_train for the documents the splits share, J - 1 degrees of freedom, "
+        "with its t interval; pooling those predictions into one McNemar test would treat "
+        "them as independent (b and c are shown for reference). Holm-adjusted across the "
+        f"methods compared with each reference; `*`: p (Holm) < {alpha:g}. Errors: mean "
+        "over folds. Difference: error of the method minus error of the reference, in "
+        f"percentage points, with its {level:g}% interval."
     )
     header, rows = significance_rows(table)
     body = markdown_table(rows, header) if rows else "No comparison: no reference method found."
-    return f"# Paired significance tests\n\n{caption}\n\n{body}\n"
+    text = f"# Paired significance tests\n\n## Per dataset\n\n{caption}\n\n{body}\n"
+    return text + (f"\n{across}\n" if across else "")
 
 
 def critical_difference_figure(result: CriticalDifference) -> Figure:
     """The diagram of ``result``, or a figure saying why there is none."""
     title = (
-        f"Critical difference diagram: {result.classifier} test error, {result.variant} data, "
+        f"Critical difference diagram (Nemenyi test): {result.classifier} test error, "
+        f"{result.variant} data, "
         f"{len(result.datasets)} dataset{'s' if len(result.datasets) != 1 else ''}, "
         f"α = {result.alpha:g}"
     )
     if result.note:
         return draw_message(title, result.note)
+    if len(result.datasets) < MIN_DATASETS:
+        return draw_message(
+            title, f"No across-dataset test is meaningful with fewer than {MIN_DATASETS} datasets"
+        )
     return draw_critical_difference(
         result.average_ranks, result.cd, title, result.statistic, result.p_value
     )
+
+
+def read_designs(
+    splits_paths: Mapping[str, str | os.PathLike],
+) -> dict[tuple[str, str], SplitDesign]:
+    """{(dataset, variant): its SplitDesign} from ``{"dataset/variant": SPLITS path}``."""
+    designs = {}
+    for name, path in splits_paths.items():
+        dataset, slash, variant = name.rpartition("/")
+        if not slash or not dataset or not variant:
+            raise io.WmdevalError(f"splits: expected DATASET/VARIANT=PATH, got {name!r}={path}")
+        designs[dataset, variant] = split_design(io.read_splits(path), str(path))
+    return designs
 
 
 def run_significance(
@@ -719,23 +1101,58 @@ def run_significance(
     seed: int,
     variant: str,
     classifier: str,
+    splits: Mapping[str, str | os.PathLike],
+    out_datasets_csv: str | os.PathLike,
+    rope: float,
     level: float | None = None,
     expected: Mapping[str, Sequence[str]] | None = None,
 ) -> pa.Table:
-    """Read PREDICTIONS; write the SIGNIFICANCE table (CSV and Markdown) against the
-    references BOW (L1/L1) and ``reference``, and the critical difference diagram of
-    ``variant`` and ``classifier`` (PNG and SVG). With ``expected``
-    (:mod:`wmdeval.core.coverage`) the predictions must cover exactly those datasets,
-    variants, methods and classifiers. Everything is computed before the first file is
-    written, and each file is written atomically. Returns the table."""
+    """Read PREDICTIONS and the splits of every dataset variant (``splits``:
+    ``{"dataset/variant": path}``, exactly those of the predictions); write the
+    SIGNIFICANCE table (CSV, and Markdown with the across-dataset section) against the
+    references BOW (L1/L1) and ``reference``, the SIGNIFICANCE_DATASETS table
+    (``rope`` in percentage points), and the critical difference diagram of ``variant``
+    and ``classifier`` (PNG and SVG). With ``expected`` (:mod:`wmdeval.core.coverage`) the
+    predictions must cover exactly those datasets, variants, methods and classifiers.
+    Everything is computed before the first file is written, and each file is written
+    atomically. Returns the SIGNIFICANCE table."""
+    if not rope >= 0:
+        raise io.WmdevalError(f"significance.rope: expected a number >= 0, got {rope}")
     predictions = io.read_tables([predictions_path], schemas.PREDICTIONS, expected)
+    designs = read_designs(splits)
+    covered = {
+        (d, v)
+        for d, v in zip(
+            predictions.column("dataset").to_pylist(),
+            predictions.column("variant").to_pylist(),
+            strict=True,
+        )
+    }
+    if covered != set(designs):
+        missing = sorted("/".join(k) for k in covered - set(designs))
+        extra = sorted("/".join(k) for k in set(designs) - covered)
+        raise io.WmdevalError(
+            f"splits: expected exactly the predictions' dataset variants; without splits: "
+            f"{', '.join(missing) or 'none'}; without predictions: {', '.join(extra) or 'none'}"
+        )
     references = list(dict.fromkeys([REFERENCE, reference]))
-    table = significance_table(predictions, references, alpha, n_resamples, seed, level)
-    markdown = significance_markdown(table, alpha, n_resamples, seed, level)
+    table = significance_table(predictions, references, alpha, n_resamples, seed, level, designs)
+    across = across_datasets_table(predictions, references, alpha, rope / 100.0, seed)
+    markdown = significance_markdown(
+        table,
+        alpha,
+        n_resamples,
+        seed,
+        level,
+        across_datasets_markdown(
+            across, critical_differences(predictions, alpha), alpha, rope / 100.0
+        ),
+    )
     figure = critical_difference_figure(
         critical_difference(predictions, variant, classifier, alpha)
     )
     io.write_csv(out_csv, table)
+    io.write_csv(out_datasets_csv, across)
     io.write_text(out_md, markdown)
     from ..reporting.figures import save_figure  # matplotlib: loaded only to draw
 
@@ -745,6 +1162,19 @@ def run_significance(
 
 __all__ = [
     "SIGNIFICANCE",
+    "SIGNIFICANCE_DATASETS",
+    "MCNEMAR",
+    "CORRECTED_T",
+    "MIN_DATASETS",
+    "SplitDesign",
+    "split_design",
+    "read_designs",
+    "Comparison",
+    "compare",
+    "across_datasets_table",
+    "across_datasets_rows",
+    "across_datasets_markdown",
+    "too_few_datasets",
     "mcnemar_exact",
     "holm",
     "paired_bootstrap",

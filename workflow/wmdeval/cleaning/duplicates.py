@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import schemas
-from ..core.io import WmdevalError, read_documents, read_splits, write_table
+from ..core.errors import WmdevalError
+from ..core.io import read_documents, read_splits, write_table
 from .vocabulary import select_variant
 
 log = logging.getLogger("wmdeval.cleaning.duplicates")

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import schemas
-from ..core.io import WmdevalError, read_documents, read_splits, read_table, write_table
+from ..core.errors import WmdevalError
+from ..core.io import read_documents, read_splits, read_table, write_table
 
 
 def filter_documents(

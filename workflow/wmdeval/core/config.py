@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .io import WmdevalError
+from .errors import WmdevalError
 
 # Package data, read through importlib.resources: it must be found in any install of
 # wmdeval (a wheel too), not only next to a source checkout.

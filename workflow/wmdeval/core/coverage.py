@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from .io import WmdevalError
+from .errors import WmdevalError
 
 #: column -> the values this run covers; the expected rows are their product.
 Expected = Mapping[str, Sequence[str]]

@@ -1,4 +1,4 @@
-"""I/O at the edges: atomic Parquet writes, typed reads, and the one error type.
+"""I/O at the edges: atomic Parquet writes and typed reads.
 
 Every writer goes through :func:`atomic_path` so a killed job never leaves a
 partial file under its final name (Snakemake would otherwise take it as done).
@@ -18,10 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import schemas
+from .coverage import require_exact_coverage, sources
 
-
-class WmdevalError(Exception):
-    """A user-facing problem (bad input, bad config): printed as one line, no traceback."""
+# Re-exported: many modules raise it as ``io.WmdevalError``; it lives in core.errors, which
+# imports nothing of the package, so that core's modules need not import this one for it.
+from .errors import WmdevalError
 
 
 @contextlib.contextmanager
@@ -91,8 +92,6 @@ def read_tables(
     tables = [read_table(path, schema).cast(schema) for path in paths]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     if expected is not None:
-        from .coverage import require_exact_coverage, sources
-
         require_exact_coverage(table, expected, sources(paths))
     return table
 
@@ -173,7 +172,7 @@ def fold_indices(splits: pa.Table, doc_ids: np.ndarray) -> list[tuple[np.ndarray
     Positions keep the order of ``doc_ids`` (which is sorted), so "lower training
     index" in the tie rules means "lower doc_id".
     """
-    from .variant import positions  # variant imports this module
+    from .variant import positions  # scipy.sparse (variant's) only for jobs that read folds
 
     folds = splits.column("fold").to_numpy()
     ids = splits.column("doc_id").to_numpy()

@@ -147,7 +147,7 @@ def as_method(method: Method | str) -> Method:
     try:
         return method_by_slug(method)
     except KeyError:
-        from .io import WmdevalError
+        from .errors import WmdevalError
 
         raise WmdevalError(f"unknown method {method!r}") from None
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .io import WmdevalError
+from .errors import WmdevalError
 
 
 @functools.cache

@@ -273,7 +273,10 @@ WMD_VS_BOW = pa.schema(
 # Written by significance.py
 
 #: ``results/tables/significance.csv``: one row per dataset x variant x classifier x reference
-#: method x other method, the paired comparison of their test predictions pooled over folds.
+#: method x other method, the paired comparison of their test predictions. The test fits the
+#: dataset's split design (docs/protocol.md §10.2): one split, the exact McNemar test; several
+#: random splits of the same documents, the corrected resampled t-test on the per-split
+#: error differences.
 SIGNIFICANCE = pa.schema(
     [
         _field("dataset", pa.string(), "dataset name from the config"),
@@ -281,27 +284,82 @@ SIGNIFICANCE = pa.schema(
         _field("classifier", pa.string(), "'knn' or 'wknn'"),
         _field("method", pa.string(), "the method compared with the reference"),
         _field("reference", pa.string(), "the reference method, e.g. 'BOW (L1/L1)'"),
-        _field("n", pa.int32(), "paired test documents: (fold, doc_id) pairs over all folds"),
-        _field("error", pa.float64(), "test error of `method` over the n documents, in [0, 1]"),
-        _field("reference_error", pa.float64(), "test error of `reference` over the same n"),
-        _field("difference", pa.float64(), "error - reference_error"),
-        _field("b", pa.int32(), "documents `method` gets right and `reference` wrong"),
-        _field("c", pa.int32(), "documents `method` gets wrong and `reference` right"),
-        _field("p_mcnemar", pa.float64(), "exact two-sided McNemar p-value from b and c"),
+        _field(
+            "test",
+            pa.string(),
+            "'exact McNemar' (one split) or 'corrected resampled t' (several random splits)",
+        ),
+        _field("folds", pa.int16(), "train/test splits the predictions come from"),
+        _field("n", pa.int32(), "paired test predictions: (fold, doc_id) pairs over all folds"),
+        _field(
+            "error",
+            pa.float64(),
+            "test error of `method`, in [0, 1]: the mean over folds of its per-fold error",
+        ),
+        _field("reference_error", pa.float64(), "the same of `reference`"),
+        _field("difference", pa.float64(), "error - reference_error (the effect size)"),
+        _field("b", pa.int32(), "predictions `method` gets right and `reference` wrong"),
+        _field("c", pa.int32(), "predictions `method` gets wrong and `reference` right"),
+        _field(
+            "p_value",
+            pa.float64(),
+            "two-sided p-value of `test`: exact McNemar from b and c, or the corrected "
+            "resampled t (folds - 1 degrees of freedom) of the per-fold differences",
+        ),
         _field(
             "p_holm",
             pa.float64(),
-            "p_mcnemar Holm-adjusted over the methods compared with this reference "
+            "p_value Holm-adjusted over the methods compared with this reference "
             "on this dataset, variant and classifier",
         ),
         _field("significant", pa.bool_(), "p_holm < alpha"),
         _field(
             "ci_low",
             pa.float64(),
-            "lower end of the paired bootstrap percentile interval of `difference` "
-            "(level: significance.level of the config)",
+            "lower end of the interval of `difference` (level: significance.level): the "
+            "paired bootstrap percentile interval for McNemar rows, the corrected t "
+            "interval for corrected resampled t rows",
         ),
         _field("ci_high", pa.float64(), "upper end of that interval"),
+    ]
+)
+
+#: ``results/tables/significance_datasets.csv``: across datasets, one row per variant x
+#: classifier x reference x other method present on every dataset, when there are at least
+#: 5 datasets (fewer: no row, and significance.md says why).
+SIGNIFICANCE_DATASETS = pa.schema(
+    [
+        _field("variant", pa.string(), "'original' or 'clean'"),
+        _field("classifier", pa.string(), "'knn' or 'wknn'"),
+        _field("method", pa.string(), "the method compared with the reference"),
+        _field("reference", pa.string(), "the reference method"),
+        _field("datasets", pa.int16(), "datasets N: those with predictions of every method"),
+        _field(
+            "mean_difference",
+            pa.float64(),
+            "mean over datasets of error(method) - error(reference), errors as in SIGNIFICANCE",
+        ),
+        _field(
+            "wilcoxon",
+            pa.float64(),
+            "Wilcoxon signed-rank statistic min(T+, T-) of the N differences (zeros dropped)",
+        ),
+        _field("p_wilcoxon", pa.float64(), "its two-sided p-value (exact up to 50 datasets)"),
+        _field(
+            "p_holm",
+            pa.float64(),
+            "p_wilcoxon Holm-adjusted over the methods compared with this reference",
+        ),
+        _field("significant", pa.bool_(), "p_holm < alpha"),
+        _field("rope", pa.float64(), "half-width of the region of practical equivalence"),
+        _field(
+            "p_method_better",
+            pa.float64(),
+            "Bayesian signed-rank test: posterior probability that `method`'s error is "
+            "lower by more than the rope",
+        ),
+        _field("p_equivalent", pa.float64(), "... that the two are practically equivalent"),
+        _field("p_reference_better", pa.float64(), "... that `reference`'s error is lower"),
     ]
 )
 
@@ -321,6 +379,7 @@ ALL = {
     "ksc": KSC,
     "wmd_vs_bow": WMD_VS_BOW,
     "significance": SIGNIFICANCE,
+    "significance_datasets": SIGNIFICANCE_DATASETS,
 }
 
 

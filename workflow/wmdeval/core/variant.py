@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .io import WmdevalError
+from .errors import WmdevalError
 from .methods import METHODS, Method, method_by_slug, name_order
 
 log = logging.getLogger("wmdeval.core.variant")

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.io import WmdevalError, read_documents, read_table, write_table
+from ..core.errors import WmdevalError
+from ..core.io import read_documents, read_table, write_table
 from ..ingest.embeddings import embedding_matrix, embeddings_table
 
 log = logging.getLogger("wmdeval.distances.pca")

@@ -22,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..core import schemas
-from ..core.io import WmdevalError, write_table
+from ..core.errors import WmdevalError
+from ..core.io import write_table
 
 # Named stop-word lists ship as package data, so any install of wmdeval (a wheel too) has them.
 STOPWORD_LISTS = {"kusner115": resources.files("wmdeval") / "data" / "stopwords" / "kusner115.txt"}

@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
-from ..core.io import WmdevalError, atomic_path
+from ..core.errors import WmdevalError
+from ..core.io import atomic_path
 
 log = logging.getLogger("wmdeval.ingest.download")
 

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..core import schemas
-from ..core.io import WmdevalError, atomic_path, read_documents, write_table
+from ..core.errors import WmdevalError
+from ..core.io import atomic_path, read_documents, write_table
 
 log = logging.getLogger("wmdeval.ingest.embeddings")
 

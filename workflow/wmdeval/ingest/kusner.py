@@ -13,9 +13,13 @@ Everything is validated before anything is written, so a bad file leaves no outp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import struct
+import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..core import schemas
-from ..core.io import WmdevalError, write_table
+from ..core.errors import WmdevalError
+from ..core.io import write_table
 from .corpora import documents_table, splits_table
 from .embeddings import embeddings_table
 
@@ -96,11 +101,18 @@ def _load_mat(path: Path) -> dict:
 
     if not path.exists():
         raise WmdevalError(f"{path}: file not found")
-    try:
+    with _readable(path):
         present = {name for name, _, _ in whosmat(str(path))}
         wanted = [n for n in (*FIVE_FOLD_FIELDS, *ONE_FOLD_FIELDS, *STRING_FIELDS) if n in present]
         # Loading only the known fields keeps memory down if a file carries extras.
         return loadmat(str(path), variable_names=wanted) if wanted else {}
+
+
+@contextlib.contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """Turn scipy's errors while reading ``path`` into one-line WmdevalErrors."""
+    try:
+        yield
     except NotImplementedError:
         raise WmdevalError(
             f"{path}: MATLAB v7.3 (HDF5) .mat files are not supported; re-save it with -v7"
@@ -108,6 +120,49 @@ def _load_mat(path: Path) -> dict:
     except Exception as exc:  # scipy raises several unrelated types for a corrupt file
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise WmdevalError(f"{path}: not a readable .mat file ({first})") from None
+
+
+def mat_documents(path) -> int:
+    """Documents of a Kusner .mat file, from its header alone (``scipy.io.whosmat`` reads
+    the shapes of its fields without loading them): the cells of ``X`` (five-fold), or of
+    ``xtr`` and ``xte`` (one-fold). Cheap enough for every dry run of a 1 GB file."""
+    from scipy.io import whosmat
+
+    path = Path(path)
+    with _readable(path):
+        shapes = {name: shape for name, shape, _ in whosmat(str(path))}
+    fields = {"five-fold": ("X",), "one-fold": ("xtr", "xte")}[detect_layout(set(shapes), path)]
+    return sum(int(np.prod(shapes[field])) for field in fields)
+
+
+#: Compressed bytes of a -v7 file's first element inflated to estimate its compression ratio.
+RATIO_PROBE_BYTES = 4 << 20
+
+
+def mat_loaded_mb(path) -> float:
+    """MB a .mat file's data takes once inflated: its size, times the compression ratio of
+    a prefix of its first element if compressed (MATLAB's -v7 default compresses every
+    element; scipy's savemat does not). Reads a few MB, whatever the file's size."""
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as stream:
+        header = stream.read(136)  # 116 text, 8 subsystem, 2 version, 2 endian; a tag
+    if len(header) < 136 or header[126:128] not in (b"IM", b"MI"):
+        return size / 1e6  # not a v5 file: ingest says what is wrong with it
+    order = "<" if header[126:128] == b"IM" else ">"
+    data_type, _ = struct.unpack(f"{order}II", header[128:136])
+    if data_type != 15:  # miCOMPRESSED
+        return size / 1e6
+    with path.open("rb") as stream:
+        stream.seek(136)
+        compressed = stream.read(RATIO_PROBE_BYTES)
+    inflater = zlib.decompressobj()
+    try:
+        inflated = len(inflater.decompress(compressed, 16 * RATIO_PROBE_BYTES))
+    except zlib.error:
+        return size / 1e6
+    consumed = len(compressed) - len(inflater.unconsumed_tail)
+    return size * max(inflated / max(consumed, 1), 1.0) / 1e6
 
 
 def detect_layout(keys: set[str], path: Path) -> str:

@@ -2,7 +2,8 @@
 
 ``workflow/rules/common.smk`` calls :func:`dataset_mode` once per dataset while Snakemake
 plans the run (so a dry run shows the decision before anything is downloaded). ``auto``
-takes knn mode where a dataset's number of documents, known at planning time, is at least
+takes knn mode where a dataset's number of documents, known at planning time (a local
+``.mat`` file's header, a table's lines or Parquet metadata), is at least
 ``wmd.auto_min_documents``: the neighbour search then saves most of the work (measured
 3.7x less CPU at 3,000 product reviews and more beyond, README "Scale"), while below it a
 full matrix is cheap and the search's share of solved pairs is large (long documents
@@ -12,9 +13,12 @@ so that the plan does not change once the file arrives.
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Mapping
 from pathlib import Path
+
+from ..ingest.kusner import mat_documents
 
 #: Documents of the eight corpora of Kusner et al., by .mat file (docs/protocol.md §2).
 KUSNER_DOCUMENTS = {
@@ -36,21 +40,38 @@ DEMO_DOCUMENTS = {"mini_newsgroup": 200, "mini_newsgroup_subjects": 200, "pang_l
 def planned_documents(spec: Mapping) -> tuple[int | None, str]:
     """(number of documents or None, how it is known) of one dataset's config entry.
 
-    Cheap on purpose (it runs in every dry run): a demo corpus by its known size; a
-    kusner-mat file by its name (the paper's counts); a local table by its Parquet
-    metadata, else by its lines (minus the header of CSV/TSV), an estimate for texts
-    that span lines. A file not yet downloaded is unknown.
+    Cheap on purpose (it runs in every dry run), and read from the user's own file
+    wherever one is local: a .mat file from its header (:func:`mat_documents`), a table
+    from its Parquet metadata, else by its lines (minus the header of CSV/TSV), an
+    estimate for texts that span lines. A demo corpus by its known size; a Kusner file
+    not yet downloaded by its name (the paper's counts). Any other file not yet
+    downloaded is unknown.
     """
     fmt = spec["format"]
     if fmt == "demo":
         return DEMO_DOCUMENTS[spec["source"]], "demo corpus"
-    name = Path(spec.get("member") or spec.get("path") or spec.get("url") or "").name
+    if spec.get("path") and Path(spec["path"]).is_file():
+        path = Path(spec["path"])
+        rows = _file_rows(str(path), path.stat().st_mtime_ns, fmt)
+        how = "its .mat header" if fmt == "kusner-mat" else _how_counted(path)
+        return rows, f"{path.name}: {how}"
+    name = Path(spec.get("member") or spec.get("url") or spec.get("path") or "").name
+    if fmt == "kusner-mat" and name in KUSNER_DOCUMENTS:
+        return KUSNER_DOCUMENTS[name], f"the paper's count for {name}, docs/protocol.md §2"
+    where = spec.get("url") or spec.get("path")
+    return None, f"{name or where} is not downloaded while planning"
+
+
+def _how_counted(path: Path) -> str:
+    return "Parquet metadata" if path.suffix.lower() == ".parquet" else "lines of the file"
+
+
+@functools.lru_cache(maxsize=64)
+def _file_rows(path: str, mtime_ns: int, fmt: str) -> int:
+    # Cached per file version: the mode and every resource estimate ask for the same file.
     if fmt == "kusner-mat":
-        known = KUSNER_DOCUMENTS.get(name)
-        return (known, f"{name} (docs/protocol.md §2)") if known else (None, "unknown file")
-    if not spec.get("path") or not Path(spec["path"]).is_file():
-        return None, "not downloaded while planning"
-    return _table_rows(Path(spec["path"])), "lines of the file"
+        return mat_documents(path)
+    return _table_rows(Path(path))
 
 
 def _table_rows(path: Path) -> int:
@@ -77,7 +98,8 @@ def dataset_mode(spec: Mapping, wmd: Mapping) -> tuple[str, str]:
     n, source = planned_documents(spec)
     threshold = wmd["auto_min_documents"]
     if n is None:
-        return "full", f"auto: size unknown ({source})"
+        # Full, so that the plan does not change once the file arrives.
+        return "full", f"auto: size unknown ({source}), so full matrices"
     chosen = "knn" if n >= threshold else "full"
     relation = ">=" if chosen == "knn" else "<"
-    return chosen, f"auto: {n:,} documents {relation} {threshold:,}"
+    return chosen, f"auto: {n:,} documents ({source}) {relation} {threshold:,}"

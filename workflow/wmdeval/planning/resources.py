@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..core.errors import WmdevalError
 from ..distances.wmd.pairs import SECONDS_PER_UNIT, document_work, row_work
+from ..ingest.kusner import mat_documents, mat_loaded_mb
 
 
 @functools.lru_cache(maxsize=64)
@@ -58,6 +60,14 @@ def _vocabulary_size(path: str, mtime_ns: int) -> int:
     return len(pc.unique(pc.list_flatten(words.combine_chunks())))
 
 
+#: ``wmdeval.distances.wmd.bounds.MAX_ENTRIES`` (tests/test_planning.py checks they agree),
+#: copied because bounds imports POT: entries of one float64 working matrix of word costs.
+BOUNDS_MAX_ENTRIES = 1 << 24
+#: Such matrices a search thread holds at once (the costs and their rows gathered per
+#: word occurrence): 20news at 2 % scale peaked 724 MB in 2 threads against 637 declared
+#: without them (benchmarks/paper_scale.py).
+WORKING_MATRICES = 2
+
 #: Share of a full matrix's pairs the neighbour search is planned to solve; measured
 #: 1.5-25 % (README), so this is generous for all but small corpora of long documents.
 SEARCH_SHARE = 0.3
@@ -70,8 +80,10 @@ def search_resources(
 
     Memory: the bounds' float32 word-to-document distances (documents x the shard's
     vocabulary, the shard's queries x the whole vocabulary), a float64 block of bound
-    rows, and the documents. Run time: SEARCH_SHARE of the full matrix's work, split over
-    the shards, 3x the fitted time as for blocks. Doubled per retry; a nominal request
+    rows, the documents, and per thread the bounds' float64 working matrices of word
+    costs (:data:`BOUNDS_MAX_ENTRIES` entries, :data:`WORKING_MATRICES` at once). Run
+    time: SEARCH_SHARE of the full matrix's work, split over the shards, 3x the fitted time
+    as for blocks. Doubled per retry; a nominal request
     before the documents exist (a dry run).
     """
     try:
@@ -82,7 +94,8 @@ def search_resources(
     n = len(sizes)
     n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
     bounds_mb = 4 * (n * n_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
-    mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + 30 * stat.st_size / 1e6))
+    working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
+    mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
     seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
     runtime = int(np.ceil(10 + 3 * seconds / 60))
@@ -90,31 +103,36 @@ def search_resources(
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
-def _n_documents(documents_path) -> int | None:
-    """Rows of a documents file; None before it exists (a dry run) or if not Parquet."""
+def _n_documents(documents_path, planned: int | None = None) -> int | None:
+    """Rows of a documents file; before it exists (a dry run) or if not Parquet, the
+    documents ``planned`` for it (:func:`wmdeval.planning.modes.planned_documents`: from
+    the user's file), None if unknown."""
     try:
         return pq.read_metadata(documents_path).num_rows
     except (OSError, pa.ArrowInvalid):
-        return None
+        return planned
 
 
-def gather_mem_mb(documents_path) -> int:
+def gather_mem_mb(documents_path, planned: int | None = None) -> int:
     """Memory (MB) of the gather job: the float64 n x n matrix about three times over.
 
-    2000 before the documents exist (a dry run) or when the file is not Parquet.
+    Before the documents exist (a dry run), n is the ``planned`` count; 2000 if unknown.
     """
-    return _gather_mb(_n_documents(documents_path))
+    return _gather_mb(_n_documents(documents_path, planned))
 
 
 def _gather_mb(n: int | None) -> int:
     return 2000 if n is None else int(np.ceil(1000 + 3 * 8 * n * n / 1e6))
 
 
-def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> int:
+def matrix_job_mem_mb(
+    documents_path, attempt: int = 1, n_matrices: int = 2, planned: int | None = None
+) -> int:
     """Memory (MB) of a job that holds ``n_matrices`` of a variant's float64 distance
     matrices plus a float64 working block: the gather job's memory (three matrices' worth)
-    with one more matrix for each beyond two, and 2000 more, times ``attempt``."""
-    n = _n_documents(documents_path)
+    with one more matrix for each beyond two, and 2000 more, times ``attempt``. Before the
+    documents exist, n is the ``planned`` count."""
+    n = _n_documents(documents_path, planned)
     extra = int(np.ceil(8 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
     return (_gather_mb(n) + extra + 2000) * attempt
 
@@ -124,12 +142,32 @@ def matrix_job_mem_mb(documents_path, attempt: int = 1, n_matrices: int = 2) -> 
 RWMD_PAIRS_PER_SECOND = 20_000
 
 
-def embedding_matrix_runtime(documents_path, method: str, attempt: int = 1) -> int:
+def embedding_matrix_runtime(
+    documents_path, method: str, attempt: int = 1, planned: int | None = None
+) -> int:
     """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take
     seconds; RWMD 3x the time its measured rate (:data:`RWMD_PAIRS_PER_SECOND`) gives.
-    Doubled per retry; 60 before the documents exist (a dry run)."""
-    n = _n_documents(documents_path)
+    Doubled per retry; before the documents exist (a dry run), from the ``planned``
+    count, 60 if unknown."""
+    n = _n_documents(documents_path, planned)
     if n is None:
         return 60 * attempt
     seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
     return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
+
+
+def kusner_ingest_mem_mb(mat_path, attempt: int = 1) -> int:
+    """Memory (MB) of ingesting a Kusner .mat file: loadmat holds its data as float64
+    arrays (the inflated size, :func:`~wmdeval.ingest.kusner.mat_loaded_mb`), plus Python
+    objects per document and word occurrence, bounded by the header's document count.
+
+    Fitted to two measurements: 3.0 GB peak for 20news at 300-d (3.2 GB uncompressed,
+    18,821 documents; benchmarks/paper_scale.py) and 2.7 GB for a user's 18,846 documents
+    at 100-d (0.76 GB). Doubled per retry; 2000 before the file exists (a dry run of a
+    download)."""
+    try:
+        data_mb = mat_loaded_mb(mat_path)
+        documents = mat_documents(mat_path)
+    except (OSError, WmdevalError):  # absent, or not a .mat file: ingest says which
+        return 2000 * attempt
+    return max(2000, int(np.ceil(1000 + 1.2 * data_mb + 0.12 * documents))) * attempt

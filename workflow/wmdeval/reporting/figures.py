@@ -26,8 +26,8 @@ from matplotlib.patches import Patch
 
 from ..core import methods, schemas
 from ..core.coverage import Expected, require_exact_coverage
+from ..core.errors import WmdevalError
 from ..core.io import (
-    WmdevalError,
     atomic_path,
     fold_indices,
     read_distances,

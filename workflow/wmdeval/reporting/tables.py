@@ -22,8 +22,9 @@ from ..core import methods as methods_module
 from ..core import schemas
 from ..core.coverage import Expected, expects_rows, require_exact_coverage
 from ..core.coverage import sources as coverage_sources
+from ..core.errors import WmdevalError
 from ..core.groups import SPLIT_COMPARISON
-from ..core.io import WmdevalError, read_table, read_tables, write_table, write_text
+from ..core.io import read_table, read_tables, write_table, write_text
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
 #: lost in the CSV, so one plain-text marker serves both).
@@ -577,8 +578,9 @@ def _marked_rows(
 def significance_note(alpha: float) -> str:
     return (
         f"{SIGNIFICANTLY_LOWER} / {SIGNIFICANTLY_HIGHER}: test error significantly lower / "
-        f"higher than {methods_module.REFERENCE}'s on that dataset: exact McNemar test on "
-        "the test predictions pooled over folds, Holm-corrected across methods, at "
+        f"higher than {methods_module.REFERENCE}'s on that dataset: corrected resampled "
+        "t-test on the per-fold error differences for datasets with random splits, exact "
+        "McNemar test for one-split datasets, Holm-corrected across methods, at "
         f"level {alpha:g} (results/tables/significance.md)."
     )
 

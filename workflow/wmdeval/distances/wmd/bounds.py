@@ -156,7 +156,9 @@ def _nearest_word(
     out = np.empty((len(starts), len(words)), dtype=np.float32)
     # Distances from the distinct words of `flat` only: for a few query documents they
     # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
-    # words), and every vocabulary row would cost V x V products per job.
+    # words), and every vocabulary row would cost V x V products per job. Both working
+    # matrices (the distinct rows, and the gathered `flat` rows, x the chunk) stay under
+    # MAX_ENTRIES, since there are no more distinct rows than `flat` has.
     rows, at = np.unique(flat, return_inverse=True)
     step = max(1, MAX_ENTRIES // max(len(flat), 1))
     for w0 in range(0, len(words), step):

@@ -261,8 +261,9 @@ def search_queries(
                     if len(potentials) == POTENTIALS:
                         collecting[q] = False
                         left_for.pop(q, None)
-                if len(best) < task.k or (_key(d), c) < best[-1]:
-                    bisect.insort(best, (_key(d), c))
+                ranked = (_key(d), c)
+                if len(best) < task.k or ranked < best[-1]:
+                    bisect.insort(best, ranked)
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
         collecting[q] = False
