@@ -29,11 +29,63 @@ lie above a distance before the search may trust the bound.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from .solver import WmdInputs, _distances, word_costs
+
+
+def _private_cache() -> str | None:
+    """A directory for numba's cache that only this user can write, in the system's temp
+    directory (created with mode 0700), or None if it cannot be had or is not ours alone."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return None
+    path = os.path.join(tempfile.gettempdir(), f"wmdeval-numba-{getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        status = os.lstat(path)
+    except OSError:
+        return None
+    # compiled code is loaded from it: a directory that is a link, someone else's, or
+    # writable by others is never used
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    if status.st_uid != getuid() or status.st_mode & 0o022:
+        return None
+    return path
+
+
+def _kernel(function):
+    """``numba.njit(nogil=True)``, compiled once and cached on disk, so that a fresh
+    process (each Snakemake job) loads the machine code instead of compiling it again.
+
+    numba keeps the cache beside this module (``__pycache__``) when that is writable, else
+    in the user's cache directory (``~/.cache/numba``), or where NUMBA_CACHE_DIR says.
+    Where none of these can be written (a read-only install and home), it goes to a
+    private directory of the system's temp directory; failing that too, the kernel is
+    compiled in every process that calls it (a few seconds), never an error.
+    """
+    try:
+        return numba.njit(nogil=True, cache=True)(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        pass
+    private = _private_cache()
+    if private is not None:
+        saved = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = private
+        try:
+            return numba.njit(nogil=True, cache=True)(function)
+        except RuntimeError:
+            pass
+        finally:
+            numba.config.CACHE_DIR = saved
+    return numba.njit(nogil=True)(function)
+
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
@@ -369,7 +421,7 @@ def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray)
     return out
 
 
-@numba.njit(nogil=True, cache=True)
+@_kernel
 def _fill(cost, mass, capacity):  # pragma: no cover - compiled
     """Cost of sending ``mass`` to the cheapest entries of ``cost`` first, at most
     ``capacity[j]`` to entry j. Entries are taken in (cost, position) order: by repeated
@@ -408,7 +460,7 @@ def _fill(cost, mass, capacity):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(nogil=True, cache=True)
+@_kernel
 def _transfers(cost, cost_t, mass_q, mass, starts):  # pragma: no cover - compiled
     """ICT of the query (rows of ``cost``, weights ``mass_q``) against each candidate k,
     whose words are the columns starts[k]:starts[k + 1] (weights ``mass``); ``cost_t``
@@ -464,7 +516,7 @@ def dual_bound(
     )
 
 
-@numba.njit(nogil=True, cache=True)
+@_kernel
 def _dual_kernel(cost, mass_q, mass_c, potentials, enough):  # pragma: no cover - compiled
     n, m = cost.shape
     best = -np.inf
