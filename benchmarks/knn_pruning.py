@@ -28,9 +28,10 @@ Runs, WMD (bag-of-words weights), on this machine:
    dual bounds). The full mode (train x train and train x test pairs) is estimated from
    ``--news-pairs`` timed pairs, and knn's totals are the sample's per-query figures
    times the number of queries (upper bounds: the sample shares no pair between queries,
-   a whole run does). Then the shared-mass reduction of the solves, timed on pairs the
-   search solved against the whole problem, and the k nearest of ``--news-check``
-   sampled queries against their whole rows of exact solves.
+   a whole run does). Then the shared-mass reduction of the solves, timed against the
+   whole problem on ``--news-kr-pairs`` of the pairs the search solved and as many of
+   the sampled queries' k-nearest pairs, and the k nearest of ``--news-check`` sampled
+   queries against their whole rows of exact solves.
 
 Solves are exact network-simplex calls; "share" is solves / (n (n - 1) / 2). CPU is
 process time (both threads), bounds included in knn. The last line:
@@ -272,7 +273,7 @@ def news_run(args) -> tuple[float, float, bool]:
     lists = sum(len(t) for t in tasks.values())
     stats = search.SearchStats()
     with Clock() as clock:
-        pair_table, _ = search.search_queries(inputs, tasks, args.threads, stats)
+        pair_table, certificate_table = search.search_queries(inputs, tasks, args.threads, stats)
     q = len(sampled)
     knn_cpu = clock.cpu / q
     bounds_share = (stats.bound_seconds + stats.tight_seconds) / clock.cpu
@@ -310,47 +311,35 @@ def news_run(args) -> tuple[float, float, bool]:
         flush=True,
     )
 
-    # the solves' shared-mass reduction on the pairs the search solved
-    solved = list(
-        zip(
+    # the solves' shared-mass reduction: on the pairs the search solved, and on the
+    # nearest-neighbour pairs among them (each sampled query's k nearest in every list)
+    position = {int(d): k for k, d in enumerate(inputs.doc_ids.tolist())}
+    solved = [
+        (position[a], position[b])
+        for a, b in zip(
             pair_table.column("query").to_numpy().tolist(),
             pair_table.column("candidate").to_numpy().tolist(),
             strict=True,
         )
-    )
-    position = {int(d): k for k, d in enumerate(inputs.doc_ids.tolist())}
-    picks = rng.choice(len(solved), min(args.news_kr_pairs, len(solved)), replace=False)
-    reduced_s = whole_s = 0.0
-    kept_words = all_words = 0
-    worst = 0.0
-    with solver._blas().limit(limits=1, user_api="blas"):
-        for p in picks.tolist():
-            a, b = position[solved[p][0]], position[solved[p][1]]
-            a, b = (a, b) if inputs.doc_ids[a] < inputs.doc_ids[b] else (b, a)  # as wmd_pair
-            t0 = time.thread_time()
-            reduced = solver.wmd_pair(inputs, a, b)
-            t1 = time.thread_time()
-            cost = solver.cost_matrix(inputs, inputs.indices[a], inputs.indices[b])
-            whole = solver._wmd(inputs.weights[a], inputs.weights[b], cost)
-            t2 = time.thread_time()
-            reduced_s += t1 - t0
-            whole_s += t2 - t1
-            shared = np.intersect1d(inputs.indices[a], inputs.indices[b], return_indices=True)
-            left = solver.residual_problem(
-                inputs.weights[a], inputs.weights[b], shared[1], shared[2]
-            )
-            kept_words += len(left[0]) + len(left[1])
-            all_words += len(inputs.indices[a]) + len(inputs.indices[b])
-            if whole > 0:
-                worst = max(worst, abs(reduced - whole) / whole)
-    print(
-        f"   shared-mass reduction on {len(picks)} solved pairs: "
-        f"{1e3 * reduced_s / len(picks):.3f} ms per solve against {1e3 * whole_s / len(picks):.3f} "
-        f"on the whole problem ({whole_s / max(reduced_s, 1e-12):.2f}x); "
-        f"{100 * kept_words / all_words:.0f} % of the words left; largest relative "
-        f"difference {worst:.1e}",
-        flush=True,
-    )
+    ]
+    searched = prepare_variant(documents, splits, {}, {"wmd": (pair_table, certificate_table)})
+    nearest = set()
+    for role in roles:
+        mine = np.intersect1d(sampled, role.queries)
+        if len(mine):
+            index = searched.wmd["wmd"].nearest(mine, role.candidates, role.k).index
+            for x, row in zip(mine.tolist(), index.tolist(), strict=True):
+                nearest.update((x, int(role.candidates[i])) for i in row if i >= 0)
+    for what, chosen in (
+        (f"{len(solved):,} solved pairs", solved),
+        (f"{len(nearest):,} {NEWS_K}-nearest pairs", sorted(nearest)),
+    ):
+        picks = rng.choice(len(chosen), min(args.news_kr_pairs, len(chosen)), replace=False)
+        print(
+            f"   shared-mass reduction, {len(picks)} of the {what}: "
+            + shared_mass_reduction(inputs, [chosen[p] for p in picks.tolist()]),
+            flush=True,
+        )
 
     # a few sampled queries: their k nearest from the search against their whole rows
     # (every candidate solved, the same solver call and orientation as both modes)
@@ -376,6 +365,41 @@ def news_run(args) -> tuple[float, float, bool]:
         flush=True,
     )
     return full_pairs / knn_solves, full_cpu / knn_total, identical
+
+
+def shared_mass_reduction(inputs: solver.WmdInputs, chosen: list[tuple[int, int]]) -> str:
+    """The exact solve with the shared mass dropped (solver.wmd_pair, as both modes solve)
+    against the whole problem, on ``chosen`` pairs of positions, one thread: time per
+    solve, the words left, and the largest relative difference of the two values."""
+    reduced_s = whole_s = 0.0
+    kept_words = all_words = 0
+    worst = 0.0
+    with solver._blas().limit(limits=1, user_api="blas"):
+        for a, b in chosen:
+            a, b = (a, b) if inputs.doc_ids[a] < inputs.doc_ids[b] else (b, a)  # as wmd_pair
+            t0 = time.thread_time()
+            reduced = solver.wmd_pair(inputs, a, b)
+            t1 = time.thread_time()
+            cost = solver.cost_matrix(inputs, inputs.indices[a], inputs.indices[b])
+            whole = solver._wmd(inputs.weights[a], inputs.weights[b], cost)
+            t2 = time.thread_time()
+            reduced_s += t1 - t0
+            whole_s += t2 - t1
+            shared = np.intersect1d(inputs.indices[a], inputs.indices[b], return_indices=True)
+            left = solver.residual_problem(
+                inputs.weights[a], inputs.weights[b], shared[1], shared[2]
+            )
+            kept_words += len(left[0]) + len(left[1])
+            all_words += len(inputs.indices[a]) + len(inputs.indices[b])
+            if whole > 0:
+                worst = max(worst, abs(reduced - whole) / whole)
+    n = max(len(chosen), 1)
+    return (
+        f"{1e3 * reduced_s / n:.3f} ms per solve against {1e3 * whole_s / n:.3f} on the whole "
+        f"problem ({whole_s / max(reduced_s, 1e-12):.2f}x); "
+        f"{100 * kept_words / max(all_words, 1):.0f} % of the words left; largest relative "
+        f"difference {worst:.1e}"
+    )
 
 
 def _row_entry(inputs: solver.WmdInputs, x: int, c: int) -> float:
