@@ -271,6 +271,59 @@ def solve_targets(workdir: Path, config: dict, args) -> list[str]:
     return targets
 
 
+def evaluate_without_solves(workdir: Path, config: dict, args) -> list[tuple]:
+    """``evaluate`` at full size without the transport methods' neighbour tables or
+    matrices (they need every solve): the 12 baselines and the dense methods' matrices,
+    run as the rule runs it (``wmdeval evaluate``), timed by /usr/bin/time. Its
+    declaration is the rule's, from :func:`wmdeval.planning.resources.evaluate_mem_mb`.
+    Returns (mem_mb, peak MB, runtime min, seconds) per variant."""
+    from wmdeval.core.config import defaults
+    from wmdeval.planning.resources import evaluate_mem_mb
+
+    settings = json.dumps(config.get("evaluation") or defaults("evaluation"), sort_keys=True)
+    dense = ["wcd", "rwmd", "cosine-mean"]
+    jobs = []
+    for dataset in config["run"]:
+        for variant in config["variants"]:
+            root = f"results/{dataset}/{variant}"
+            matrices = {slug: f"{root}/distances/{slug}.parquet" for slug in dense}
+            if not all((workdir / path).exists() for path in matrices.values()):
+                continue
+            out = f"rehearsal/{dataset}/{variant}"
+            command = [
+                "/usr/bin/time",
+                "-f",
+                "%M %e",
+                "wmdeval",
+                "evaluate",
+                "--documents",
+                f"{root}/documents.parquet",
+                "--splits",
+                f"{root}/splits.parquet",
+                "--wmd",
+                json.dumps(matrices),
+                "--settings",
+                settings,
+                "--dataset",
+                dataset,
+                "--variant",
+                variant,
+                "--out",
+                f"{out}/scores.parquet",
+                "--out-predictions",
+                f"{out}/predictions.parquet",
+            ]
+            print(f"$ wmdeval evaluate ({dataset}/{variant}: baselines, {', '.join(dense)})")
+            run = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"paper_scale: evaluate failed:\n{run.stderr[-4000:]}")
+            kilobytes, seconds = run.stderr.strip().splitlines()[-1].split()
+            declared_mb = evaluate_mem_mb(workdir / f"{root}/documents.parquet")
+            # runtime: the rule's 60 minutes
+            jobs.append((declared_mb, float(kilobytes) / 1000, 60.0, float(seconds)))
+    return jobs
+
+
 def declared(log: str) -> dict[str, tuple[str, dict[str, str]]]:
     """benchmark file -> (rule, resources) of every job the log started."""
     found, rule, bench = {}, None, None
@@ -293,9 +346,10 @@ def measured(path: Path) -> tuple[float, float]:
     return float(row["s"]), rss
 
 
-def report(workdir: Path, log: str) -> list[str]:
-    """The table per job kind; its lines."""
-    kinds = collections.defaultdict(list)
+def report(workdir: Path, log: str, extra: dict[str, list[tuple]] | None = None) -> list[str]:
+    """The table per job kind; its lines. ``extra``: job kind -> (declared mem_mb, peak
+    MB, declared runtime min, seconds) of jobs run outside Snakemake."""
+    kinds = collections.defaultdict(list, {k: list(v) for k, v in (extra or {}).items()})
     for bench, (rule, resources) in declared(log).items():
         path = workdir / bench
         if path.exists():
@@ -385,22 +439,25 @@ def main() -> None:
     config = run_config(args.datasets, args)
     (workdir / "paper_scale.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     started = time.perf_counter()
+    outside: dict[str, list[tuple]] = {}  # jobs run outside Snakemake, by kind
     if args.until:
         snakemake(workdir, args, "all", extra=("--until", *args.until))
     elif args.solve_sample:
         # everything but the transport solves, then a sample of those
         snakemake(workdir, args, "all", extra=("--omit-from", "wmd_block", "wmd_search"))
         snakemake(workdir, args, *solve_targets(workdir, config, args))
+        outside["evaluate (no transport methods)"] = evaluate_without_solves(workdir, config, args)
         print(
             f"  solves limited to {args.solve_sample} of {args.units} units per method: "
-            "not run: wmd_gather, wmd_subset, wmd_neighbours, evaluate and the jobs after it"
+            "not run: wmd_gather, wmd_subset, wmd_neighbours, and the jobs after evaluate; "
+            "evaluate run outside Snakemake with the baselines and dense methods only"
         )
     else:
         snakemake(workdir, args, "all")
     print(f"  workflow: {time.perf_counter() - started:,.0f} s wall")
     # Every run's log in this workdir, oldest first: a job rerun later is declared later.
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
-    print("\n".join(report(workdir, "\n".join(p.read_text() for p in logs))))
+    print("\n".join(report(workdir, "\n".join(p.read_text() for p in logs), outside)))
 
 
 if __name__ == "__main__":

@@ -135,8 +135,11 @@ def test_chunks_threads_and_word_slices_do_not_change_a_bit(monkeypatch):
     inputs = solver.prepare(docs, emb, "bow")
     one = embedding.relaxed_wmd_matrix(inputs)
     assert embedding.relaxed_wmd_matrix(inputs, threads=3).tobytes() == one.tobytes()
-    monkeypatch.setattr(embedding, "ROW_CHUNK", 7)  # several row chunks and bands
-    monkeypatch.setattr(bounds, "MAX_ENTRIES", 400)  # a few words per slice
+    # several bands of the symmetric maximum, column bands (some next to the empty
+    # document), and a few words per slice of the word costs
+    monkeypatch.setattr(embedding, "ROW_CHUNK", 7)
+    monkeypatch.setattr(embedding, "COLUMN_BAND", 5)
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", 400)
     chunked = embedding.relaxed_wmd_matrix(inputs, threads=2)
     np.testing.assert_allclose(chunked, one, rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(chunked, chunked.T)
@@ -185,3 +188,17 @@ def test_an_unknown_method_is_one_line(tmp_path, capsys):
     ]
     with pytest.raises(io.WmdevalError, match="unknown method"):
         embedding.embedding_matrix(solver.prepare(*awkward(), "bow"), "rwmd-omr")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_banded_matrix_is_pdists_bit_for_bit(monkeypatch, metric):
+    from scipy.spatial.distance import pdist, squareform
+
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(23, 7)) * rng.uniform(0.1, 3.0, size=(23, 1))
+    keep = np.array([0, 1, 2, 4, 5, 8, 9, 10, 13, 14, 15, 16, 17, 19, 20, 22])
+    want = np.full((23, 23), np.nan)
+    want[np.ix_(keep, keep)] = squareform(pdist(points[keep], metric))
+    monkeypatch.setattr(embedding, "ROW_CHUNK", 5)  # bands, the last one short
+    got = embedding._spread(keep, 23, points[np.arange(23)], metric)
+    assert got.tobytes() == want.tobytes()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -456,6 +458,56 @@ def test_run_evaluate_writes_scores(tiny, tmp_path):
     assert written.equals(returned)
     expected = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
     assert written.equals(expected)
+
+
+def test_matrices_given_as_readers_are_read_once_and_held_one_at_a_time(tiny):
+    # run_evaluate hands over file readers: a variant's matrices (2.8 GB each on 20
+    # Newsgroups) must not all be in memory at once, and none may be read twice.
+    documents, splits, wmd = tiny
+    reads, copies = [], []
+
+    def reader(slug):
+        def read():
+            gc.collect()
+            alive = [ref for ref in copies if ref() is not None]
+            assert not alive, f"{len(alive)} matrix(es) still held when {slug} is read"
+            ids, matrix = wmd[slug]
+            matrix = matrix.copy()
+            reads.append(slug)
+            copies.append(weakref.ref(matrix))
+            return ids, matrix
+
+        return read
+
+    lazy = {slug: reader(slug) for slug in wmd}
+    scores = evaluate.evaluate_dataset(documents, splits, lazy, None, "tiny", "original")
+    assert reads == ["wmd", "wmd-tfidf"]  # once each, in table order
+    assert scores.equals(
+        evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
+    )
+    variant = prepare_variant(documents, splits, lazy)
+    assert "wmd" in variant.wmd and len(reads) == 2  # asking which methods exist reads nothing
+    assert sorted(variant.wmd) == ["wmd", "wmd-tfidf"] and len(variant.wmd) == 2
+
+
+def test_a_bad_matrix_file_is_refused_when_its_turn_comes(tiny, tmp_path):
+    documents, splits, wmd = tiny
+    io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
+    ids, matrix = wmd["wmd"]
+    io.write_distances(matrix[:-1, :-1], ids[:-1], tmp_path / "wmd.parquet")
+    out = tmp_path / "scores.parquet"
+    with pytest.raises(io.WmdevalError, match="lack"):
+        evaluate.run_evaluate(
+            tmp_path / "documents.parquet",
+            tmp_path / "splits.parquet",
+            {"wmd": tmp_path / "wmd.parquet"},
+            None,
+            "tiny",
+            "original",
+            out,
+        )
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- baseline blocks

@@ -69,3 +69,21 @@ rule all:
         "wmd_search"
     )
     assert len(found) == 2
+
+
+def test_the_report_flags_jobs_over_or_far_under_their_declaration(tmp_path, paper_scale):
+    bench = tmp_path / "results" / "benchmarks" / "t" / "ingest.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\n90.0\t0:01:30\t2500.0\n")
+    log = """rule ingest_kusner:
+    benchmark: results/benchmarks/t/ingest.tsv
+    resources: tmpdir=/tmp, runtime=1, mem_mb=2000
+"""
+    # a job run outside Snakemake: declared 10,000 MB, peak 3,000 MB (30 %)
+    outside = {"evaluate (no transport methods)": [(10000.0, 3000.0, 60.0, 120.0)]}
+    lines = paper_scale.report(tmp_path, log, outside)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
+    assert "| 1 | 2,000 | 2,500 | 125% | 1 | 1.5 | OVER SLOW |" in rows["ingest_kusner"]
+    assert (
+        "| 1 | 10,000 | 3,000 | 30% | 60 | 2.0 | 2.5x+ |" in rows["evaluate (no transport methods)"]
+    )

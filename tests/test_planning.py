@@ -240,7 +240,20 @@ def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp
     # 18,821 documents (20 Newsgroups): the float64 matrix three times over
     assert resources.gather_mem_mb(absent, planned=18821) == math.ceil(1000 + 24 * 18821**2 / 1e6)
     assert resources.matrix_job_mem_mb(absent, planned=18821) > 5000
-    assert resources.embedding_matrix_runtime(absent, "rwmd", planned=18821) > 60
+    assert resources.embedding_matrix_runtime(absent, "rwmd", planned=18821) > 30
+    # the matrix 1.2x over, and RWMD's two threads' word costs for an assumed vocabulary
+    matrix = 1.2 * 8 * 18821**2 / 1e6
+    assert resources.embedding_matrix_mem_mb(absent, "wcd", planned=18821) == math.ceil(
+        1500 + matrix
+    )
+    band = 8 * resources.PLANNED_VOCABULARY * resources.EMBEDDING_COLUMN_BAND
+    working = 2 * 8 * resources.BOUNDS_MAX_ENTRIES
+    assert resources.embedding_matrix_mem_mb(absent, "rwmd", threads=2, planned=18821) == math.ceil(
+        1500 + matrix + 2 * (band + working) / 1e6
+    )
+    assert resources.evaluate_mem_mb(absent, planned=18821) == math.ceil(
+        2000 + 2 * 8 * 18821**2 / 1e6
+    )
     # the documents file, once it exists, wins over the plan
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
@@ -278,9 +291,11 @@ def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
 
 
 def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
+    from wmdeval.distances import embedding
     from wmdeval.distances.wmd import bounds
 
     assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
+    assert resources.EMBEDDING_COLUMN_BAND == embedding.COLUMN_BAND
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)
     one, two = (resources.search_resources(path, 1, threads)["mem_mb"] for threads in (1, 2))

@@ -23,7 +23,9 @@ from wmdeval.planning.resources import (
     search_resources as wmd_search_resources,
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
+    embedding_matrix_mem_mb,
     embedding_matrix_runtime,
+    evaluate_mem_mb,
     kusner_ingest_mem_mb,
 )
 
@@ -409,6 +411,20 @@ def matrix_job_mem_mb(wildcards, input, attempt):
     n_matrices = sum(1 for path in input if "/distances/" in str(path))
     planned = planned_rows(wildcards.dataset, input.documents)
     return wmd_matrix_job_mem_mb(input.documents, attempt, max(n_matrices, 2), planned)
+
+
+def evaluate_job_mem_mb(wildcards, input, attempt):
+    """The evaluate job: one dense matrix at a time and the baselines' blocks."""
+    planned = planned_rows(wildcards.dataset, input.documents)
+    return evaluate_mem_mb(input.documents, attempt, planned)
+
+
+def embedding_matrix_job_mem_mb(wildcards, input, threads, attempt):
+    """An embedding_matrix job: its matrix, and RWMD's per-thread word costs."""
+    planned = planned_rows(wildcards.dataset, input.documents)
+    return embedding_matrix_mem_mb(
+        input.documents, wildcards.embedding_method, threads, attempt, planned
+    )
 
 
 def gather_job_mem_mb(wildcards, input, attempt):

@@ -20,8 +20,8 @@ rule evaluate:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # the WMD matrices (float64 n x n each) plus a float64 working block
-        mem_mb=matrix_job_mem_mb,
+        # one dense matrix at a time (float64 n x n) plus the baselines' blocks
+        mem_mb=evaluate_job_mem_mb,
         runtime=60,
     params:
         settings=spec_json(config["evaluation"]),

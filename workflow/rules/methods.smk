@@ -19,8 +19,9 @@ rule embedding_matrix:
         "../../envs/wmdeval.yaml"
     threads: config["wmd"]["threads"]
     resources:
-        mem_mb=matrix_job_mem_mb,
-        # RWMD from its measured pairs/s (benchmarks/beyond_methods.py); the others: seconds
+        # the matrix, and RWMD's word costs per thread (measured: benchmarks/paper_scale.py)
+        mem_mb=embedding_matrix_job_mem_mb,
+        # RWMD from its measured CPU time per document and word; the others: a minute
         runtime=lambda wildcards, input, attempt: embedding_matrix_runtime(
             input.documents,
             wildcards.embedding_method,

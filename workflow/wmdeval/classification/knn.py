@@ -20,6 +20,7 @@ Settings are the ``evaluation:`` config; a missing key takes the schema's defaul
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -31,7 +32,12 @@ from ..core import io, schemas
 from ..core.methods import WMD_METHODS, Method
 from ..core.roles import complete_settings, fold_lists, validation_split, validation_splits
 from ..core.variant import Distances, Neighbours, Variant, rank_neighbours, tie_key
-from ..distances.factory import BaselineDistances, method_distances, prepare_variant
+from ..distances.factory import (
+    BaselineDistances,
+    MatrixSource,
+    method_distances,
+    prepare_variant,
+)
 
 log = logging.getLogger("wmdeval.classification.knn")
 
@@ -339,7 +345,7 @@ def fold_distances(
 def evaluate_dataset(
     documents: pa.Table,
     splits: pa.Table,
-    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    wmd_matrices: Mapping[str, MatrixSource],
     settings: Mapping | None,
     dataset: str,
     variant: str,
@@ -356,7 +362,7 @@ def evaluate_dataset(
 def evaluate_variant(
     documents: pa.Table,
     splits: pa.Table,
-    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    wmd_matrices: Mapping[str, MatrixSource],
     settings: Mapping | None,
     dataset: str,
     variant: str,
@@ -368,11 +374,12 @@ def evaluate_variant(
 
     ``documents``, ``splits``: DOCUMENTS and SPLITS tables; ``wmd_matrices`` maps a WMD
     method slug ("wmd", "wmd-tfidf", "wmd-pca5") to (doc_ids, square matrix) holding
-    every document; ``neighbour_tables`` maps the WMD methods searched in ``wmd.mode:
-    knn`` to their (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables, which give the same
-    scores; a WMD method with neither is skipped. Methods in Table 2 order,
-    then PCA WMD by dimension; folds in order; "knn" before "wknn". ``n_jobs``: threads
-    of the baseline distances (the scores do not depend on it).
+    every document, or to a function returning that (each matrix is then read in its
+    method's turn and dropped after it); ``neighbour_tables`` maps the WMD methods
+    searched in ``wmd.mode: knn`` to their (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES)
+    tables, which give the same scores; a WMD method with neither is skipped. Methods in
+    Table 2 order, then PCA WMD by dimension; folds in order; "knn" before "wknn".
+    ``n_jobs``: threads of the baseline distances (the scores do not depend on it).
     """
     settings = complete_settings(settings)
     data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)
@@ -422,6 +429,7 @@ def evaluate_variant(
         ]
         _log_method(f"{dataset}/{variant} {method.name}", method_rows, settings["empty_documents"])
         rows += method_rows
+        del distances_for  # its matrix may go before the next method's is read
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
     scores = pa.table(columns).cast(schemas.SCORES)
     return scores, _predictions_table(rows, data)
@@ -491,7 +499,10 @@ def run_evaluate(
 
     documents = io.read_documents(documents_path)
     splits = io.read_splits(splits_path)
-    wmd_matrices = {slug: io.read_distances(path) for slug, path in wmd_paths.items()}
+    # read when each method's turn comes, one matrix in memory at a time
+    wmd_matrices = {
+        slug: functools.partial(io.read_distances, path) for slug, path in wmd_paths.items()
+    }
     tables = {
         slug: read_neighbour_tables(*paths) for slug, paths in (neighbour_paths or {}).items()
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import schemas
@@ -23,6 +24,9 @@ from .coverage import require_exact_coverage, sources
 # Re-exported: many modules raise it as ``io.WmdevalError``; it lives in core.errors, which
 # imports nothing of the package, so that core's modules need not import this one for it.
 from .errors import WmdevalError
+
+#: Values of one batch of rows read into a distance matrix (float64: 128 MB).
+MAX_BATCH_VALUES = 1 << 24
 
 
 @contextlib.contextmanager
@@ -39,13 +43,21 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
-def write_table(table: pa.Table, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
-    """Write ``table`` (cast to ``schema`` if given) atomically, deterministically."""
+def write_table(
+    table: pa.Table,
+    path: str | os.PathLike,
+    schema: pa.Schema | None = None,
+    row_group_size: int | None = None,
+) -> None:
+    """Write ``table`` (cast to ``schema`` if given) atomically, deterministically;
+    ``row_group_size``: rows per row group (pyarrow's default if None)."""
     if schema is not None:
         table = table.select(schema.names).cast(schema)
     with atomic_path(path) as tmp:
         # No statistics-dependent or time-dependent metadata: same table -> same bytes.
-        pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+        pq.write_table(
+            table, tmp, compression="zstd", write_statistics=False, row_group_size=row_group_size
+        )
 
 
 def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.Table:
@@ -65,10 +77,12 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | None = None) -> pa.T
     return table
 
 
-def require_float64(table: pa.Table, column: str, path: str | os.PathLike) -> None:
+def require_float64(table: pa.Table | pa.Schema, column: str, path: str | os.PathLike) -> None:
     """Refuse (WmdevalError) a stored distance column that is not float64 (or a list of
-    float64): files from before distances were stored in float64 must be recomputed."""
-    kind = table.schema.field(column).type
+    float64): files from before distances were stored in float64 must be recomputed.
+    ``table``: the table, or its schema."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    kind = schema.field(column).type
     values = kind.value_type if pa.types.is_list(kind) else kind
     if not pa.types.is_float64(values):
         raise WmdevalError(
@@ -108,27 +122,84 @@ def write_distances(
     if matrix.shape != (n, n):
         raise ValueError(f"matrix shape {matrix.shape} does not match {n} doc ids")
     flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float64).reshape(-1))
-    offsets = pa.array(np.arange(0, n * n + 1, n, dtype=np.int32))
+    offsets = pa.array((np.arange(n + 1, dtype=np.int64) * n).astype(np.int32))
     column = pa.ListArray.from_arrays(offsets, flat)
     table = pa.table({"doc_id": pa.array(np.asarray(doc_ids, dtype=np.int32)), "distances": column})
     schema = schemas.DISTANCES
     if metadata:
         schema = schema.with_metadata({k: str(v) for k, v in metadata.items()})
-    write_table(table, path, schema)
+    # row groups of about MAX_BATCH_VALUES values: a reader holds one at a time
+    write_table(table, path, schema, row_group_size=max(1, MAX_BATCH_VALUES // max(n, 1)))
 
 
-def read_distances(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read a DISTANCES table: (doc_ids int32 [n], matrix float64 [n, n]). A float32
-    file (written by wmdeval before distances were stored in float64) is refused: its
-    values lost the precision the tie rule relies on."""
-    table = read_table(path, schemas.DISTANCES)
-    require_float64(table, "distances", path)
-    doc_ids = table.column("doc_id").to_numpy()
-    n = len(doc_ids)
-    values = table.column("distances").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    if values.size != n * n:
+def read_distances(
+    path: str | os.PathLike, keep_ids: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Read a DISTANCES table: (doc_ids int32 [n], matrix float64 [n, n]); with
+    ``keep_ids``, only their rows and columns, in their order ((keep_ids, sub-matrix); an
+    id the file lacks is a WmdevalError). A float32 file (written by wmdeval before
+    distances were stored in float64) is refused: its values lost the precision the tie
+    rule relies on.
+
+    The rows are read a batch at a time into the result, and :func:`write_distances`
+    stores row groups of about MAX_BATCH_VALUES values, so the peak is the result and one
+    row group, not the matrix twice over (20 Newsgroups: 2.8 GB, not 5.7; a sample's
+    sub-matrix: a few MB)."""
+    path = Path(path)
+    if not path.exists():
+        raise WmdevalError(f"{path}: file not found")
+    try:
+        parquet = pq.ParquetFile(path)
+        missing = [n for n in schemas.DISTANCES.names if n not in parquet.schema_arrow.names]
+        if missing:
+            raise WmdevalError(f"{path}: missing column(s) {', '.join(missing)}")
+        require_float64(parquet.schema_arrow, "distances", path)
+        doc_ids = parquet.read(columns=["doc_id"]).column("doc_id").to_numpy()
+        n = len(doc_ids)
+        keep = np.arange(n) if keep_ids is None else _positions_in(doc_ids, keep_ids, path)
+        slot = np.full(n, -1, dtype=np.int64)  # row of the result each stored row fills
+        slot[keep] = np.arange(len(keep))
+        every = keep_ids is None
+        out = np.empty((len(keep), len(keep)))
+        row = 0
+        batches = parquet.iter_batches(
+            batch_size=max(1, MAX_BATCH_VALUES // max(n, 1)), columns=["distances"]
+        )
+        for batch in batches:
+            rows = batch.column(0)
+            lengths = pc.list_value_length(rows)
+            if rows.null_count or row + len(rows) > n or pc.any(pc.not_equal(lengths, n)).as_py():
+                raise WmdevalError(f"{path}: distances column is not a square {n} x {n} matrix")
+            values = rows.flatten().to_numpy().reshape(len(rows), n)
+            if every:
+                out[row : row + len(rows)] = values
+            else:
+                wanted = slot[row : row + len(rows)]
+                chosen = wanted >= 0
+                out[wanted[chosen]] = values[chosen][:, keep]
+            row += len(rows)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise WmdevalError(f"{path}: not a readable Parquet file ({exc})") from None
+    if row != n:
         raise WmdevalError(f"{path}: distances column is not a square {n} x {n} matrix")
-    return doc_ids, values.reshape(n, n)
+    return (doc_ids, out) if every else (np.asarray(keep_ids), out)
+
+
+def _positions_in(doc_ids: np.ndarray, keep_ids: np.ndarray, path: Path) -> np.ndarray:
+    """Positions of ``keep_ids`` (distinct) in ``doc_ids``; one lacking is a WmdevalError."""
+    keep_ids = np.asarray(keep_ids)
+    if len(np.unique(keep_ids)) != len(keep_ids):
+        raise WmdevalError(f"{path}: a doc_id to keep is listed twice")
+    order = np.argsort(doc_ids, kind="stable")
+    at = np.minimum(np.searchsorted(doc_ids[order], keep_ids), max(len(doc_ids) - 1, 0))
+    found = doc_ids[order][at] == keep_ids if len(doc_ids) else np.zeros(len(keep_ids), bool)
+    if not found.all():
+        lacking = keep_ids[~found]
+        raise WmdevalError(
+            f"{path}: the distance matrix lacks {len(lacking)} doc_id(s) "
+            f"(e.g. {', '.join(str(int(i)) for i in lacking[:5])})"
+        )
+    return order[at]
 
 
 def read_embeddings(

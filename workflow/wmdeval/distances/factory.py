@@ -2,15 +2,16 @@
 analyses get them from.
 
 A WMD method's distances are its matrix, read and reordered to doc_id order once
-(:class:`wmdeval.core.variant.DenseDistances`). The 12 baselines are computed on the
-fly (:class:`BaselineDistances`): they are cheap, and TF-IDF depends on which documents
-the IDF comes from (a fold's training list in the kNN evaluation).
+(:class:`wmdeval.core.variant.DenseDistances`); matrices given as files are read when
+first asked for, one held at a time (:class:`MatricesOneAtATime`). The 12 baselines are
+computed on the fly (:class:`BaselineDistances`): they are cheap, and TF-IDF depends on
+which documents the IDF comes from (a fold's training list in the kNN evaluation).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -120,32 +121,80 @@ def _matrix_name(slug: str) -> str:
         return f"{slug} distances"
 
 
+#: A matrix as (doc_ids, square matrix), or how to read it (called when it is needed).
+MatrixSource = tuple[np.ndarray, np.ndarray] | Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
+class MatricesOneAtATime(Mapping[str, Distances]):
+    """Method slug -> distances, where some are built on first use from a loader and only
+    the last one built is held: the evaluation reads a variant's matrices one method after
+    the other, so it needs one matrix in memory, not all of them (20 Newsgroups: 2.8 GB
+    each, a dozen per variant). ``held``: distances kept throughout (neighbour tables,
+    matrices given in memory). Iterates loaders first, then ``held``, in their orders."""
+
+    def __init__(
+        self, loaders: Mapping[str, Callable[[], Distances]], held: Mapping[str, Distances]
+    ):
+        self._loaders, self._held = dict(loaders), dict(held)
+        self._current: tuple[str, Distances] | None = None
+
+    def __getitem__(self, slug: str) -> Distances:
+        if slug in self._held:
+            return self._held[slug]
+        if self._current is not None and self._current[0] == slug:
+            return self._current[1]
+        load = self._loaders[slug]  # KeyError for an unknown slug, as a dict
+        self._current = None  # drop the previous matrix before reading the next
+        distances = load()
+        self._current = (slug, distances)
+        return distances
+
+    def __contains__(self, slug: object) -> bool:  # Mapping's would load the matrix
+        return slug in self._loaders or slug in self._held
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._loaders
+        yield from (slug for slug in self._held if slug not in self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders.keys() | self._held.keys())
+
+
 def prepare_variant(
     documents: pa.Table,
     splits: pa.Table | None,
-    wmd_matrices: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    wmd_matrices: Mapping[str, MatrixSource],
     neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
 ) -> Variant:
     """A :class:`Variant` from DOCUMENTS, SPLITS (or None: no folds) and WMD matrices
     (method slug -> (doc_ids, square matrix), as :func:`wmdeval.core.io.read_distances`
-    returns them); each matrix must hold every document. ``neighbour_tables``: WMD
-    methods searched in ``wmd.mode: knn`` instead, slug -> (NEIGHBOUR_PAIRS,
-    NEIGHBOUR_CERTIFICATES) tables; empty documents are those without mass under the
-    method's weighting."""
+    returns them, or a function returning that when called, e.g. a reader of the file:
+    then the matrix is read when first used and dropped when the next one is, see
+    :class:`MatricesOneAtATime`); each matrix must hold every document.
+    ``neighbour_tables``: WMD methods searched in ``wmd.mode: knn`` instead, slug ->
+    (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables; empty documents are those without
+    mass under the method's weighting."""
     documents = documents.sort_by("doc_id")
     doc_ids = documents.column("doc_id").to_numpy()
     counts, _ = baselines.count_matrix(documents)
     no_words = np.diff(counts.indptr) == 0
     folds = io.fold_indices(splits, doc_ids) if splits is not None else []
-    wmd = {
-        slug: DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
-        for slug, (ids, matrix) in wmd_matrices.items()
+
+    def dense(slug: str, ids: np.ndarray, matrix: np.ndarray) -> DenseDistances:
+        return DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
+
+    def loader(slug: str, read: Callable[[], tuple[np.ndarray, np.ndarray]]):
+        return lambda: dense(slug, *read())
+
+    loaders = {slug: loader(slug, m) for slug, m in wmd_matrices.items() if callable(m)}
+    held: dict[str, Distances] = {
+        slug: dense(slug, *m) for slug, m in wmd_matrices.items() if not callable(m)
     }
     for slug, (pairs, certificates) in (neighbour_tables or {}).items():
-        if slug in wmd:
+        if slug in held or slug in loaders:
             raise io.WmdevalError(f"{_matrix_name(slug)}: given as a matrix and a neighbour table")
         empty = _no_tfidf_mass(counts) if slug == "wmd-tfidf" else no_words
-        wmd[slug] = NeighbourTable.from_tables(
+        held[slug] = NeighbourTable.from_tables(
             doc_ids, pairs, certificates, empty, f"{_matrix_name(slug)} (neighbour table)"
         )
     return Variant(
@@ -154,7 +203,7 @@ def prepare_variant(
         y=documents.column("y").to_numpy().astype(np.int64),
         counts=counts,
         folds=folds,
-        wmd=wmd,
+        wmd=MatricesOneAtATime(loaders, held) if loaders else held,
     )
 
 
@@ -185,4 +234,11 @@ def read_variant(
     )
 
 
-__all__ = ["BaselineDistances", "method_distances", "prepare_variant", "read_variant"]
+__all__ = [
+    "BaselineDistances",
+    "MatrixSource",
+    "MatricesOneAtATime",
+    "method_distances",
+    "prepare_variant",
+    "read_variant",
+]

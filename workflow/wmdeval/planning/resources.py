@@ -137,22 +137,74 @@ def matrix_job_mem_mb(
     return (_gather_mb(n) + extra + 2000) * attempt
 
 
-#: Distinct pairs per CPU second of the dense RWMD matrix, measured on 2,000 real reviews
-#: with 50-d vectors by benchmarks/beyond_methods.py (61,587; 300-d vectors cost more).
-RWMD_PAIRS_PER_SECOND = 20_000
+def evaluate_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) -> int:
+    """Memory (MB) of the evaluate job: it reads the dense matrices one at a time (one
+    float64 n x n matrix, plus a batch being read), and the baselines' float64 query x
+    training blocks are at most another such matrix: 2000 + 2 x 8 n^2 bytes, times
+    ``attempt``. Before the documents exist, n is the ``planned`` count; 4000 if
+    unknown."""
+    n = _n_documents(documents_path, planned)
+    if n is None:
+        return 4000 * attempt
+    return int(np.ceil(2000 + 2 * 8 * n * n / 1e6)) * attempt
+
+
+#: CPU seconds of the dense RWMD matrix per document and vocabulary word (its work is
+#: every word's cost to each document's nearest word): 0.80e-6 measured on 20 Newsgroups
+#: (18,821 documents, 29,276 words, 300-d: 441 s) and 0.69e-6 on 2,000 of them
+#: (benchmarks/paper_scale.py's stand-in; README "Scale").
+RWMD_SECONDS_PER_DOCUMENT_WORD = 1e-6
+
+#: ``wmdeval.distances.embedding.COLUMN_BAND`` (tests/test_planning.py checks they agree):
+#: documents of one RWMD task, whose word costs [vocabulary x this] a thread holds.
+EMBEDDING_COLUMN_BAND = 1024
+
+#: Vocabulary assumed before a documents file exists (a dry run): generous for the
+#: paper's corpora (20 Newsgroups has 29,671 words).
+PLANNED_VOCABULARY = 50_000
+
+
+def _vocabulary(documents_path) -> int:
+    try:
+        stat = os.stat(documents_path)
+    except OSError:
+        return PLANNED_VOCABULARY
+    return _vocabulary_size(str(documents_path), stat.st_mtime_ns)
+
+
+def embedding_matrix_mem_mb(
+    documents_path, method: str, threads: int = 1, attempt: int = 1, planned: int | None = None
+) -> int:
+    """Memory (MB) of an ``embedding_matrix`` job: the float64 n x n matrix (filled a
+    band of rows at a time), 1.2x for its bands and the product's column, and 1500 for the
+    documents and vectors; RWMD's threads each hold a band's word costs (vocabulary x
+    EMBEDDING_COLUMN_BAND) and two working matrices of word costs. Measured peaks on 20
+    Newsgroups at 300-d: WCD 3.6 GB, cosine 3.6 GB, RWMD 4.2 GB. Doubled per retry;
+    before the documents exist, from the ``planned`` count, 4000 if unknown."""
+    n = _n_documents(documents_path, planned)
+    if n is None:
+        return 4000 * attempt
+    mb = 1500 + 1.2 * 8 * n * n / 1e6
+    if method == "rwmd":
+        band = 8 * _vocabulary(documents_path) * EMBEDDING_COLUMN_BAND
+        mb += threads * (band + 2 * 8 * BOUNDS_MAX_ENTRIES) / 1e6
+    return int(np.ceil(mb)) * attempt
 
 
 def embedding_matrix_runtime(
     documents_path, method: str, attempt: int = 1, planned: int | None = None
 ) -> int:
-    """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take
-    seconds; RWMD 3x the time its measured rate (:data:`RWMD_PAIRS_PER_SECOND`) gives.
-    Doubled per retry; before the documents exist (a dry run), from the ``planned``
-    count, 60 if unknown."""
+    """Minutes of an ``embedding_matrix`` job: WCD and the mean-vector cosine take a
+    minute at most (20 Newsgroups: 53 s and 36 s); RWMD 3x the CPU time its measured rate
+    (:data:`RWMD_SECONDS_PER_DOCUMENT_WORD`) gives, not divided by its threads. Doubled
+    per retry; before the documents exist (a dry run), from the ``planned`` count and
+    :data:`PLANNED_VOCABULARY`, 60 if unknown."""
     n = _n_documents(documents_path, planned)
     if n is None:
         return 60 * attempt
-    seconds = n * (n - 1) / 2 / RWMD_PAIRS_PER_SECOND if method == "rwmd" else 0.0
+    seconds = 30.0 + 3e-7 * n * n  # the n x n matrix by bands (WCD, 20 Newsgroups: 53 s)
+    if method == "rwmd":
+        seconds += RWMD_SECONDS_PER_DOCUMENT_WORD * n * _vocabulary(documents_path)
     return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
 
 

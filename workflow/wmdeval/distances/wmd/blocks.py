@@ -249,11 +249,10 @@ def run_subset(matrix_path, documents_path, out_path) -> None:
 
     Rows and columns follow the documents' order; the file's metadata is kept.
     """
-    doc_ids, matrix = io.read_distances(matrix_path)
     keep_ids = io.read_documents(documents_path).column("doc_id").to_numpy()
+    # only the kept rows and columns are read: a sample's sub-matrix, not the whole matrix
+    _, matrix = io.read_distances(matrix_path, keep_ids)
     metadata = pq.read_schema(matrix_path).metadata or {}
     kept = {k.decode(): v.decode() for k, v in metadata.items() if not k.startswith(b"ARROW:")}
-    LOG.info("%d of %d documents kept", len(keep_ids), len(doc_ids))
-    io.write_distances(
-        submatrix(doc_ids, matrix, keep_ids), keep_ids, out_path, metadata=kept or None
-    )
+    LOG.info("%d of %d documents kept", len(keep_ids), pq.read_metadata(matrix_path).num_rows)
+    io.write_distances(matrix, keep_ids, out_path, metadata=kept or None)
