@@ -1,6 +1,7 @@
 """Exact kNN search with lower-bound pruning (wmd.mode: knn): bounds, search, neighbour tables."""
 
 import numpy as np
+import ot
 import pyarrow as pa
 import pytest
 from test_wmd import documents, embeddings, random_corpus
@@ -131,6 +132,124 @@ def test_a_one_word_document_has_a_bound_equal_to_its_wmd():
     assert lower[0, 1] == pytest.approx(solver.wmd_pair(inputs, 0, 1), abs=1e-15)
 
 
+def plain_constrained_transfers(a, b, cost) -> float:
+    """ICT the straightforward way: every word of one side fills the other side's words
+    in increasing cost order, each up to its weight; the larger side."""
+
+    def side(mass, capacity, cost):
+        total = 0.0
+        for i in range(len(mass)):
+            left = mass[i]
+            for j in sorted(range(len(capacity)), key=lambda j: cost[i, j]):
+                move = min(left, capacity[j])
+                total += move * cost[i, j]
+                left -= move
+        return total
+
+    return max(side(a, b, cost), side(b, a, cost.T))
+
+
+def test_constrained_transfers_by_hand():
+    # a: x 1/2, y 1/2; b: x 1/4, z 3/4 on a line x = 0, y = 1, z = 3.
+    # a -> b: x keeps 1/4 in place and sends 1/4 to z (3); y sends 1/2 to z (2) -> 1.75.
+    # b -> a: x 1/4 stays (0); z 3/4 fills y (1/2 at 2), then x (1/4 at 3) -> 1.75.
+    # RWMD: a -> b sends all of x to x: 1/2 * 2 = 1; b -> a: 3/4 * 2 = 1.5. WMD: 1.75.
+    docs = documents([{"x": 1, "y": 1}, {"x": 1, "z": 3}])
+    emb = embeddings({"x": [0.0], "y": [1.0], "z": [3.0]})
+    inputs = solver.prepare(docs, emb, "bow")
+    got = bounds.constrained_transfers(inputs, 0, np.array([1]))
+    assert got[0] == pytest.approx(1.75, abs=1e-15)
+    assert bounds.relaxed_wmd(inputs, np.array([0]))[0, 1] == pytest.approx(1.5, abs=1e-6)
+    assert solver.wmd_pair(inputs, 0, 1) == pytest.approx(1.75, abs=1e-15)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_constrained_transfers_lie_between_rwmd_and_the_exact_wmd(weighting, seed):
+    # long documents over a small vocabulary: many shared words, many words per side (the
+    # kernel's sorted fallback), and one-word documents
+    docs, emb = random_corpus(seed, 40, n_words=50, dim=6, max_len=45)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[5] = {rows[0]["words"][0]: 1}
+    bags[6] = {w: 1 for w in rows[1]["words"][:2]}
+    bags[7] = {w: 40 if k == 0 else 1 for k, w in enumerate(rows[2]["words"])}  # one heavy word
+    inputs = solver.prepare(documents(bags), emb, weighting)
+    tighter = 0
+    for q in range(0, inputs.n, 3):
+        others = np.array([c for c in range(inputs.n) if c != q])
+        got = bounds.constrained_transfers(inputs, q, others)
+        rwmd = bounds.lower_bounds(inputs, np.array([q]))[0, others]
+        exact = np.array([solver.wmd_pair(inputs, min(q, c), max(q, c)) for c in others])
+        for value, c in zip(got, others, strict=True):
+            cost = solver.cost_matrix(inputs, inputs.indices[q], inputs.indices[c])
+            plain = plain_constrained_transfers(inputs.weights[q], inputs.weights[c], cost)
+            assert value == pytest.approx(plain, rel=1e-12, abs=1e-15)
+            full = ot.emd2(inputs.weights[q], inputs.weights[c], cost)
+            assert value <= full + 1e-12
+        assert (got <= exact + bounds.safety_margin(inputs, exact)).all()
+        # at least RWMD with OMR (stored in float32 word costs: within the margin)
+        relaxed = bounds.LowerBounds(inputs, np.array([q])).rows(np.array([0]), wcd=False)[0]
+        assert (got >= relaxed[others] - bounds.safety_margin(inputs, relaxed[others])).all()
+        tighter += int(np.count_nonzero(got > rwmd + 1e-9))
+    assert tighter > 50  # and often strictly tighter than every cheap bound
+
+
+def plain_dual_bound(a, b, cost, f) -> float:
+    """Weak duality by hand: g_j = min_i (cost_ij - f_i), then f'_i = min_j (cost_ij - g_j)."""
+    g = [min(cost[i, j] - f[i] for i in range(len(a))) for j in range(len(b))]
+    f2 = [min(cost[i, j] - g[j] for j in range(len(b))) for i in range(len(a))]
+    return float(np.dot(a, f2) + np.dot(b, g))
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dual_bounds_from_solved_pairs_lie_below_the_exact_wmd(weighting, seed):
+    docs, emb = random_corpus(seed, 30, n_words=40, dim=6, max_len=25)
+    inputs = solver.prepare(docs, emb, weighting)
+    rng = np.random.default_rng(seed)
+    near = 0
+    for q in range(0, inputs.n, 5):
+        others = [c for c in range(inputs.n) if c != q]
+        potentials = []
+        for c in others[:4]:
+            value, duals = solver.solve_pair(inputs, q, c)
+            assert value == solver.wmd_pair(inputs, q, c)  # the same solve, bit for bit
+            (rows_s, u), (rows_t, v) = duals
+            cost = solver.cost_matrix(inputs, rows_s, rows_t)
+            assert (u[:, None] + v[None, :] <= cost + 1e-12).all()  # a feasible dual...
+            source = inputs.doc_ids[q] < inputs.doc_ids[c]
+            potentials.append(bounds.query_potential(inputs, q, duals[1 if source else 0]))
+        potentials.append(rng.standard_normal(len(inputs.indices[q])))  # any f is valid
+        stack = np.array(potentials)
+        for c in others[4:]:
+            exact = solver.wmd_pair(inputs, q, c)
+            got = bounds.dual_bound(inputs, q, c, stack, np.inf)
+            cost = solver.cost_matrix(inputs, inputs.indices[q], inputs.indices[c])
+            a, b = inputs.weights[q], inputs.weights[c]
+            plain = max(plain_dual_bound(a, b, cost, f) for f in stack)
+            assert got == pytest.approx(plain, rel=1e-12, abs=1e-14)
+            assert got <= exact + 1e-12
+            near += got > 0.9 * exact
+            # stopping at the first potential above `enough` still gives a bound
+            first = plain_dual_bound(a, b, cost, stack[0])
+            assert bounds.dual_bound(inputs, q, c, stack, first - 1.0) == pytest.approx(
+                first, abs=1e-14
+            )
+    assert near > 20  # and the potentials of solved pairs make them tight
+
+
+def test_a_potential_of_the_pair_itself_gives_its_exact_wmd():
+    docs, emb = random_corpus(3, 12, n_words=30, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    for q, c in ((0, 1), (5, 2), (7, 11)):
+        value, duals = solver.solve_pair(inputs, q, c)
+        source = inputs.doc_ids[q] < inputs.doc_ids[c]
+        f = bounds.query_potential(inputs, q, duals[1 if source else 0])
+        got = bounds.dual_bound(inputs, q, c, f[None, :], np.inf)
+        assert got == pytest.approx(value, rel=1e-12)  # strong duality
+
+
 # --------------------------------------------------------------------------- identical scores
 
 
@@ -201,11 +320,14 @@ def test_ties_at_the_kth_distance_are_solved_not_pruned():
 # --------------------------------------------------------------------------- work and layout
 
 
-def clustered(n: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
+def clustered(
+    n: int, seed: int = 0, per_topic: int = 25, sizes: tuple[int, int] = (4, 12)
+) -> tuple[pa.Table, pa.Table]:
     """Documents drawn from topics over separate word groups: neighbours are few and
-    clear, as in real corpora, so bounds prune most candidates."""
+    clear, as in real corpora, so bounds prune most candidates. ``sizes``: the range of
+    distinct words per document."""
     rng = np.random.default_rng(seed)
-    n_topics, per_topic = 6, 25
+    n_topics = 6
     centres = rng.standard_normal((n_topics, 10)) * 3
     vectors = {
         f"t{t}w{w}": (centres[t] + rng.standard_normal(10)).tolist()
@@ -215,7 +337,7 @@ def clustered(n: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
     bags = []
     for i in range(n):
         topic = i % n_topics
-        chosen = rng.choice(per_topic, int(rng.integers(4, 12)), replace=False)
+        chosen = rng.choice(per_topic, int(rng.integers(*sizes)), replace=False)
         bags.append({f"t{topic}w{w}": int(rng.integers(1, 4)) for w in chosen})
     y = np.arange(n) % n_topics
     docs = documents(bags)
@@ -232,6 +354,22 @@ def test_pruning_solves_a_fraction_of_the_pairs_with_identical_scores():
     all_pairs = 300 * 299 // 2
     assert stats.solves < 0.35 * all_pairs, (stats.solves, all_pairs)
     assert stats.pairs < stats.candidates
+
+
+def test_the_tighter_bound_saves_solves_not_scores(monkeypatch):
+    docs, emb = clustered(300, per_topic=40, sizes=(10, 30))
+    splits = five_folds(300)
+    with_ict = search.SearchStats()
+    full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=with_ict)
+    # without ICT: the tight bound of a candidate is its cheap bound
+    monkeypatch.setattr(search, "constrained_transfers", lambda inputs, q, c: np.zeros(len(c)))
+    without = search.SearchStats()
+    _, pruned_without = scores_both_ways(docs, emb, splits, "bow", stats=without)
+    assert pruned == pruned_without == full
+    # (this corpus is near the floor of k solves per list already; 20 Newsgroups is not:
+    # benchmarks/knn_pruning.py)
+    assert with_ict.solves < without.solves, (with_ict.solves, without.solves)
+    assert with_ict.tight >= with_ict.solves  # every solved pair passed the bound first
 
 
 def test_shards_and_threads_do_not_change_a_byte():

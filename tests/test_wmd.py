@@ -118,6 +118,76 @@ def test_matches_a_plain_emd2_loop():
             assert solver.wmd_pair(inputs, i, j) == pytest.approx(expected, abs=1e-9)
 
 
+def test_residual_problem_by_hand():
+    # a: x 0.5, y 0.5; b: y 0.25, z 0.75. y keeps 0.25 in place; x 0.5 and y 0.25 must
+    # reach z, which takes 0.75.
+    a, b = np.array([0.5, 0.5]), np.array([0.25, 0.75])
+    left_a, left_b, keep_a, keep_b = solver.residual_problem(a, b, np.array([1]), np.array([0]))
+    assert left_a.tolist() == [0.5, 0.25] and keep_a.tolist() == [0, 1]
+    assert left_b.tolist() == [0.75] and keep_b.tolist() == [1]
+    # identical marginals leave nothing, exactly
+    same = np.array([0.1, 0.2, 0.7])
+    left_a, left_b, _, _ = solver.residual_problem(same, same.copy(), np.arange(3), np.arange(3))
+    assert len(left_a) == len(left_b) == 0
+    # on a line: x = 0, y = 1, z = 3: x -> z costs 0.5 * 3, y -> z 0.25 * 2
+    docs = documents([{"x": 1, "y": 1}, {"y": 1, "z": 3}])
+    emb = embeddings({"x": [0.0], "y": [1.0], "z": [3.0]})
+    inputs = solver.prepare(docs, emb, "bow")
+    assert solver.wmd_pair(inputs, 0, 1) == pytest.approx(1.5 + 0.5, abs=1e-15)
+    (table,) = block_tables(inputs, 1)
+    assert upper_pairs(table)[0, 1] == solver.wmd_pair(inputs, 0, 1)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_shared_mass_reduction_gives_emd2_of_the_full_problem(weighting, seed):
+    # a small vocabulary: most pairs share several words, some share all of them
+    docs, emb = random_corpus(seed, 30, n_words=14, dim=5, max_len=10)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[7] = dict(bags[3])  # a duplicate
+    bags[8] = {w: 2 * c for w, c in bags[3].items()}  # the same marginals, other counts
+    docs = documents(bags)
+    inputs = solver.prepare(docs, emb, weighting)
+    (table,) = block_tables(inputs, 1)
+    got = upper_pairs(table)
+    shared = 0
+    for i in range(inputs.n):
+        for j in range(i + 1, inputs.n):
+            a, b = inputs.weights[i], inputs.weights[j]
+            if not len(a) or not len(b):
+                continue
+            cost = solver.cost_matrix(inputs, inputs.indices[i], inputs.indices[j])
+            expected = ot.emd2(a, b, cost, numItermax=10**7)
+            pair = solver.wmd_pair(inputs, i, j)
+            assert got[i, j] == pair  # both modes' solver, bit for bit
+            assert abs(pair - expected) <= 1e-12 * expected
+            shared += bool(np.intersect1d(inputs.indices[i], inputs.indices[j]).size)
+    assert got[3, 7] == got[3, 8] == got[7, 8] == 0.0
+    assert shared > 100  # the reduction had work to do
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_residual_problem_of_identical_supports_without_twin(seed):
+    # equal supports, weights that differ on some words only: 0 where equal, and the
+    # residual's optimum is the full problem's (relative 1e-12)
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 12))
+    x = rng.standard_normal((m, 4))
+    cost = cdist(x, x)
+    a = rng.integers(1, 5, m).astype(float)
+    b = a.copy()
+    b[rng.choice(m, max(1, m // 3), replace=False)] += rng.integers(1, 4)
+    a, b = a / a.sum(), b / b.sum()
+    left_a, left_b, keep_a, keep_b = solver.residual_problem(a, b, np.arange(m), np.arange(m))
+    assert not np.intersect1d(keep_a, keep_b).size  # disjoint supports
+    assert left_a.sum() == pytest.approx(left_b.sum(), abs=1e-15)
+    reduced = ot.emd2(left_a, left_b, cost[np.ix_(keep_a, keep_b)])
+    assert reduced == pytest.approx(ot.emd2(a, b, cost), rel=1e-12)
+    left_a, left_b, _, _ = solver.residual_problem(a, a.copy(), np.arange(m), np.arange(m))
+    assert len(left_a) == len(left_b) == 0
+
+
 @pytest.mark.parametrize(("scale", "tolerance"), [(1.0, 1e-12), (math.sqrt(2), 1e-7)])
 def test_proposition_1_one_hot_embeddings_give_bow_l1_l1(scale, tolerance):
     # Cost between distinct words = scale * sqrt(2); for scale sqrt(2) (the paper's 2)

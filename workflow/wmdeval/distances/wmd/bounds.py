@@ -29,10 +29,63 @@ lie above a distance before the search may trust the bound.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 from .solver import WmdInputs, _distances, word_costs
+
+
+def _private_cache() -> str | None:
+    """A directory for numba's cache that only this user can write, in the system's temp
+    directory (created with mode 0700), or None if it cannot be had or is not ours alone."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return None
+    path = os.path.join(tempfile.gettempdir(), f"wmdeval-numba-{getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        status = os.lstat(path)
+    except OSError:
+        return None
+    # compiled code is loaded from it: a directory that is a link, someone else's, or
+    # writable by others is never used
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    if status.st_uid != getuid() or status.st_mode & 0o022:
+        return None
+    return path
+
+
+def _kernel(function):
+    """``numba.njit(nogil=True)``, compiled once and cached on disk, so that a fresh
+    process (each Snakemake job) loads the machine code instead of compiling it again.
+
+    numba keeps the cache beside this module (``__pycache__``) when that is writable, else
+    in the user's cache directory (``~/.cache/numba``), or where NUMBA_CACHE_DIR says.
+    Where none of these can be written (a read-only install and home), it goes to a
+    private directory of the system's temp directory; failing that too, the kernel is
+    compiled in every process that calls it (a few seconds), never an error.
+    """
+    try:
+        return numba.njit(nogil=True, cache=True)(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        pass
+    private = _private_cache()
+    if private is not None:
+        saved = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = private
+        try:
+            return numba.njit(nogil=True, cache=True)(function)
+        except RuntimeError:
+            pass
+        finally:
+            numba.config.CACHE_DIR = saved
+    return numba.njit(nogil=True)(function)
+
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
@@ -153,14 +206,17 @@ def _nearest_word(
     rounding (relative 6e-8) is far inside the safety margin.
     """
     out = np.empty((len(starts), len(words)), dtype=np.float32)
-    # both working matrices (every vocabulary row, and the gathered `flat` rows, x the
-    # chunk) stay under MAX_ENTRIES: with few short query documents `flat` is far
-    # shorter than the vocabulary (20 Newsgroups, 3 queries: a 53k x 53k matrix, 22 GB)
-    step = max(1, MAX_ENTRIES // max(len(flat), len(inputs.vectors), 1))
+    # Distances from the distinct words of `flat` only: for a few query documents they
+    # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
+    # words), and every vocabulary row would cost V x V products per job. Both working
+    # matrices (the distinct rows, and the gathered `flat` rows, x the chunk) stay under
+    # MAX_ENTRIES, since there are no more distinct rows than `flat` has.
+    rows, at = np.unique(flat, return_inverse=True)
+    step = max(1, MAX_ENTRIES // max(len(flat), 1))
     for w0 in range(0, len(words), step):
         chunk = words[w0 : w0 + step]
-        d = word_distances(inputs, np.arange(len(inputs.vectors)), chunk).astype(np.float32)
-        out[:, w0 : w0 + step] = np.minimum.reduceat(d[flat], starts, axis=0)
+        d = word_distances(inputs, rows, chunk).astype(np.float32)
+        out[:, w0 : w0 + step] = np.minimum.reduceat(d[at], starts, axis=0)
     return out
 
 
@@ -315,6 +371,182 @@ def lower_bounds(inputs: WmdInputs, rows: np.ndarray) -> np.ndarray:
     return bounds.rows(np.arange(len(bounds.queries)))
 
 
+# ---------------------------------------------------------------------------------------------
+# Iterative constrained transfers (ICT), one query against chosen candidates
+
+#: Cost-matrix columns (candidate words) per call of :func:`constrained_transfers`'s
+#: kernel: bounds its working matrices to u_query x this x 8 B, twice.
+TRANSFER_COLUMNS = 4096
+
+#: Nearest targets a word's mass is sent to by repeated selection before the kernel
+#: sorts the row instead (a word's mass usually fills one to three targets).
+_SELECTIONS = 8
+
+
+def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray) -> np.ndarray:
+    """The ICT lower bound (Atasu and Mittelholzer 2019) between document ``query`` and
+    each of ``candidates`` (positions in ``inputs``, none empty), float64.
+
+    One side, a -> b: every word i of a sends its weight a_i to the words of b in
+    increasing cost order, at most b_j to word j, as if no other word of a competed for
+    b_j. That relaxes the exact problem (which also needs the b_j's to add up: any plan
+    has x_ij <= b_j and sum_j x_ij = a_i), and each word's greedy fill is the optimum of
+    its own relaxed problem, so the result is <= the WMD; with the constraint dropped it
+    is RWMD's side, and keeping only the first step's is OMR's, so it is >= both. The
+    bound is the larger of the two sides. Costs are the exact solves' (:func:`word
+    distances`, a word's cost to itself exactly 0), so the bound's rounding is the
+    float64 rounding of its sums, far inside :func:`safety_margin`.
+
+    Computed per query for the candidates the search is about to solve, never for the
+    whole collection: its cost is that of the cost matrices plus a few passes over them.
+    """
+    candidates = np.asarray(candidates, dtype=np.int64)
+    out = np.empty(len(candidates))
+    words_q = inputs.indices[query]
+    mass_q = inputs.weights[query]
+    sizes = inputs.sizes[candidates]
+    start = 0
+    while start < len(candidates):
+        # as many candidates as fit TRANSFER_COLUMNS (at least one)
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:]), TRANSFER_COLUMNS)))
+        stop = min(stop, len(candidates))
+        part = candidates[start:stop].tolist()
+        words = np.concatenate([inputs.indices[c] for c in part])
+        mass = np.concatenate([inputs.weights[c] for c in part])
+        starts = np.zeros(len(part) + 1, dtype=np.int64)
+        np.cumsum(sizes[start:stop], out=starts[1:])
+        cost = word_distances(inputs, words_q, words)
+        out[start:stop] = _transfers(cost, np.ascontiguousarray(cost.T), mass_q, mass, starts)
+        start = stop
+    return out
+
+
+@_kernel
+def _fill(cost, mass, capacity):  # pragma: no cover - compiled
+    """Cost of sending ``mass`` to the cheapest entries of ``cost`` first, at most
+    ``capacity[j]`` to entry j. Entries are taken in (cost, position) order: by repeated
+    selection for the first few, then from a stable sort (the same order)."""
+    m = cost.shape[0]
+    total = 0.0
+    left = mass
+    prev_cost = -np.inf
+    prev_at = -1
+    taken = 0
+    while left > 0.0 and taken < m:
+        if taken == _SELECTIONS:
+            order = np.argsort(cost, kind="mergesort")
+            for t in range(taken, m):
+                j = order[t]
+                move = min(left, capacity[j])
+                total += move * cost[j]
+                left -= move
+                if left <= 0.0:
+                    break
+            return total
+        best_cost = np.inf
+        best_at = -1
+        for j in range(m):
+            c = cost[j]
+            after = c > prev_cost or (c == prev_cost and j > prev_at)
+            if after and c < best_cost:
+                best_cost = c
+                best_at = j
+        move = min(left, capacity[best_at])
+        total += move * best_cost
+        left -= move  # exactly 0 once the capacity covers what was left
+        prev_cost = best_cost
+        prev_at = best_at
+        taken += 1
+    return total
+
+
+@_kernel
+def _transfers(cost, cost_t, mass_q, mass, starts):  # pragma: no cover - compiled
+    """ICT of the query (rows of ``cost``, weights ``mass_q``) against each candidate k,
+    whose words are the columns starts[k]:starts[k + 1] (weights ``mass``); ``cost_t``
+    is ``cost`` transposed, contiguous."""
+    out = np.empty(len(starts) - 1)
+    for k in range(len(starts) - 1):
+        lo = starts[k]
+        hi = starts[k + 1]
+        capacity = mass[lo:hi]
+        forward = 0.0
+        for i in range(cost.shape[0]):
+            forward += _fill(cost[i, lo:hi], mass_q[i], capacity)
+        backward = 0.0
+        for j in range(lo, hi):
+            backward += _fill(cost_t[j], mass[j], mass_q)
+        out[k] = max(forward, backward)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Dual bounds from the query's solved pairs
+
+
+def query_potential(inputs: WmdInputs, query: int, other: tuple[np.ndarray, np.ndarray]):
+    """A potential on every word of document ``query`` from an optimal dual of one of its
+    solved pairs: ``other`` = (words, values) of the other document's side. The
+    c-transform f(w) = min_l (cost(w, l) - h_l), float64 over ``inputs.indices[query]``,
+    centred (any constant shift gives the same bound, and small values keep its rounding
+    small). It is the dual's query side wherever the query kept mass, and defined on the
+    words the shared-mass reduction dropped too."""
+    words, values = other
+    f = (word_distances(inputs, inputs.indices[query], words) - values[None, :]).min(axis=1)
+    return f - f.mean()
+
+
+def dual_bound(
+    inputs: WmdInputs, query: int, candidate: int, potentials: np.ndarray, enough: float
+) -> float:
+    """The best dual lower bound of WMD(query, candidate) over ``potentials``, float64
+    [P, words of ``query``] (from :func:`query_potential`), stopping at the first one above
+    ``enough``; -inf without potentials.
+
+    For any potential f on the query's words, g_j = min_i (cost_ij - f_i) and then
+    f'_i = min_j (cost_ij - g_j) >= f_i satisfy f'_i + g_j <= cost_ij, so by weak duality
+    sum a_i f'_i + sum b_j g_j is <= the WMD: a bound for every candidate, whatever pair
+    the potential came from. The potentials of the query's nearest documents transport
+    its words much as its other near documents do, so theirs are tight where RWMD and
+    ICT are loose (20 Newsgroups' long posts).
+    """
+    cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+    return float(
+        _dual_kernel(cost, inputs.weights[query], inputs.weights[candidate], potentials, enough)
+    )
+
+
+@_kernel
+def _dual_kernel(cost, mass_q, mass_c, potentials, enough):  # pragma: no cover - compiled
+    n, m = cost.shape
+    best = -np.inf
+    g = np.empty(m)
+    for p in range(potentials.shape[0]):
+        f = potentials[p]
+        g[:] = np.inf
+        for i in range(n):
+            fi = f[i]
+            for j in range(m):
+                v = cost[i, j] - fi
+                if v < g[j]:
+                    g[j] = v
+        total = 0.0
+        for j in range(m):
+            total += mass_c[j] * g[j]
+        for i in range(n):
+            low = np.inf
+            for j in range(m):
+                v = cost[i, j] - g[j]
+                if v < low:
+                    low = v
+            total += mass_q[i] * low
+        if total > best:
+            best = total
+        if best > enough:
+            break
+    return best
+
+
 __all__ = [
     "MAX_ENTRIES",
     "RELATIVE_MARGIN",
@@ -328,4 +560,8 @@ __all__ = [
     "LowerBounds",
     "relaxed_wmd",
     "lower_bounds",
+    "TRANSFER_COLUMNS",
+    "constrained_transfers",
+    "query_potential",
+    "dual_bound",
 ]

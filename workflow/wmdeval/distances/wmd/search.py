@@ -6,13 +6,21 @@ document this module
 
 1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
 2. for each candidate list the query is ranked among, starts from the distances it
-   already solved for its other lists, then visits the candidates in increasing bound
-   order (then position), until the next candidate's bound exceeds the current k-th
-   exact distance by more than the :func:`~.bounds.safety_margin`, solving each
-   candidate it visits exactly. Candidates tied with the k-th distance (equal tie
-   keys) are solved, never pruned. Every candidate left unsolved has a bound above the
-   final k-th distance, so the top k is complete; what proves it (the smallest such
-   bound) is stored with the pairs.
+   already solved for its other lists, then takes the candidates in increasing order
+   of their best known bound (then position), until that bound exceeds the current k-th
+   exact distance by more than the :func:`~.bounds.safety_margin`. A candidate taken
+   with its cheap bound only gets the tighter ICT bound
+   (:func:`~.bounds.constrained_transfers`, computed for a few candidates ahead at a
+   time) and waits in the queue again; one taken with its ICT bound first meets the
+   dual bounds of the potentials it has not seen (:func:`~.bounds.dual_bound`: the
+   optimal potentials of the query's first POTENTIALS exact solves, which bound any
+   other candidate by weak duality) and waits again if they raised its bound; only
+   then is it solved exactly. So only candidates whose every bound stays within the
+   k-th distance of the moment are solved, and the tighter bounds are computed for the
+   candidates the cheap bounds could not prune, never for the whole list. Candidates
+   tied with the k-th distance (equal tie keys) are solved, never pruned. Every
+   candidate left unsolved has a bound above the final k-th distance, so the top k is
+   complete; what proves it (the smallest such bound) is stored with the pairs.
 
 Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
@@ -32,6 +40,7 @@ and candidate list: k and the smallest bound left unsolved).
 from __future__ import annotations
 
 import bisect
+import heapq
 import logging
 import threading
 import time
@@ -46,14 +55,28 @@ from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import tie_key
 from .blocks import _log_empty
-from .bounds import LowerBounds, safety_margin
+from .bounds import (
+    LowerBounds,
+    constrained_transfers,
+    dual_bound,
+    query_potential,
+    safety_margin,
+)
 from .pairs import document_work
-from .solver import WmdInputs, _blas, prepare, wmd_pair
+from .solver import WmdInputs, _blas, prepare, solve_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
 #: Query documents whose bound rows are computed together (bounds memory: this x n x 8 B).
 BOUND_ROWS = 512
+
+#: Candidates whose ICT bound is computed together, ahead in the visiting order: one
+#: product and one kernel call for all of them, at the price of a few computed for
+#: candidates the search then never needs.
+TIGHTEN_BATCH = 8
+
+#: Potentials (from a query's first exact solves) its dual bounds use.
+POTENTIALS = 32
 
 
 @dataclass
@@ -64,7 +87,10 @@ class SearchStats:
     solves: int = 0  # exact WMD solves
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
-    bound_seconds: float = 0.0
+    tight: int = 0  # (query, candidate) ICT bounds computed
+    duals: int = 0  # (query, candidate) dual bounds computed
+    bound_seconds: float = 0.0  # the cheap bounds of every candidate (wall, one thread)
+    tight_seconds: float = 0.0  # ICT and dual bounds (CPU of the threads computing them)
     search_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -99,6 +125,19 @@ def query_tasks(
     return {q: list(tasks.values()) for q, tasks in sorted(by_query.items())}
 
 
+def _beyond(inputs: WmdInputs, bound: float, kth: float) -> bool:
+    """Whether a candidate of lower bound ``bound`` is proven farther than the current
+    k-th distance, of tie key ``kth`` (ties with it are solved, never pruned). The margin
+    is far wider than the tie key's rounding (TIE_BITS), so a candidate pruned here has
+    a key above the k-th's: it cannot tie."""
+    return bound > _limit(inputs, kth)
+
+
+def _limit(inputs: WmdInputs, kth: float) -> float:
+    """The bound above which a candidate is proven beyond a k-th distance of key ``kth``."""
+    return kth + safety_margin(inputs, kth)
+
+
 def _key(distance: float) -> float:
     """The distance as every ranking compares it (:func:`~wmdeval.core.variant.tie_key`)."""
     return float(tie_key(distance))
@@ -120,21 +159,50 @@ def search_queries(
     n = inputs.n
     results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
 
-    def distance(q: int, c: int) -> float:
+    # Potentials a query will want, left by the query that solved the pair first: query
+    # -> {other document -> the potential on the query's words (None: no problem was
+    # solved)}. A query's potentials, hence the pairs it visits, so never depend on the
+    # other queries of its job; only queries still collecting potentials get them.
+    left_for: dict[int, dict[int, np.ndarray | None]] = {}
+    collecting = np.zeros(n, dtype=bool)
+    collecting[queries] = True
+
+    def distance(q: int, c: int, potential: bool) -> tuple[float, np.ndarray | None]:
+        """The pair's distance, and with ``potential`` one on q's words from its solve
+        (None if no transport problem was solved)."""
         pair = min(q, c) * n + max(q, c)
         known = solved.get(pair)
-        if known is None:
-            if q == c:
-                known = 0.0  # the diagonal of a gathered matrix
-            else:
-                known = wmd_pair(inputs, q, c)  # oriented by doc_id, as in the blocks
-                with stats.lock:
-                    stats.solves += 1
-            solved[pair] = known
-        return known
+        if known is not None:
+            if not potential:
+                return known, None
+            mine = left_for.get(q, {})
+            if c in mine:
+                return known, mine.pop(c)
+            # solved by a query that did not leave it (or is solving it now): again
+        if q == c:
+            solved[pair] = 0.0  # the diagonal of a gathered matrix
+            return 0.0, None
+        # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals
+        known, duals = solve_pair(inputs, q, c)
+        with stats.lock:
+            stats.solves += 1
+        q_source = inputs.doc_ids[q] < inputs.doc_ids[c]
+        if collecting[c] and pair not in solved:
+            left_for.setdefault(c, {})[q] = (
+                None if duals is None else query_potential(inputs, c, duals[0 if q_source else 1])
+            )
+        solved[pair] = known
+        if duals is None or not potential:
+            return known, None
+        return known, query_potential(inputs, q, duals[1 if q_source else 0])
 
     def one_query(q: int, bound: np.ndarray) -> None:
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
+        tight: dict[int, float] = {}  # candidate -> its best bound, over all its tasks
+        # potentials on q's words from its first solves, and per candidate how many of
+        # them its bound in `tight` has seen
+        potentials = np.zeros((0, len(inputs.indices[q])))
+        seen: dict[int, int] = {}
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
@@ -146,26 +214,82 @@ def search_queries(
             # so the result never depends on which other queries ran before it).
             best = sorted((_key(d), c) for c, d in used.items() if task.member[c])[: task.k]
             order = cands[np.argsort(bound[cands], kind="stable")]
+            stream = order.tolist()  # in increasing cheap bound
+            loose = bound[order].tolist()
+            waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
+            at = 0
             unsolved = np.inf  # the smallest bound of a candidate left unsolved
-            for c, lb in zip(order.tolist(), bound[order].tolist(), strict=True):
-                if c in used:
-                    continue  # already among `best` if it belongs there
-                full = len(best) == task.k
-                # The margin is far wider than the tie key's rounding (TIE_BITS), so a
-                # candidate pruned here has a key above the k-th's: it cannot tie.
-                if full and lb > best[-1][0] + safety_margin(inputs, best[-1][0]):
-                    unsolved = lb  # and every later candidate's bound is at least this
+            while True:
+                while at < len(stream) and stream[at] in used:
+                    at += 1  # already among `best` if it belongs there
+                head = (loose[at], stream[at]) if at < len(stream) else None
+                if head is None and not waiting:
                     break
-                d = used[c] = distance(q, c)
+                # the candidate of smallest known bound: the waiting one's is tight, the
+                # stream's a lower bound of its tight one
+                from_heap = bool(waiting) and (head is None or waiting[0] <= head)
+                lb, c = waiting[0] if from_heap else head
+                if len(best) == task.k and _beyond(inputs, lb, best[-1][0]):
+                    unsolved = lb  # and every other candidate's bound is at least this
+                    break
+                if not from_heap:
+                    # a candidate passes the tighter bound before it is solved
+                    if c not in tight:
+                        _tighten(q, stream, at, loose, used, tight, bound)
+                    heapq.heappush(waiting, (tight[c], c))
+                    at += 1
+                    continue
+                heapq.heappop(waiting)
+                if len(best) == task.k and seen.get(c, 0) < len(potentials):
+                    # potentials newer than its bound: they may prove it beyond the k-th
+                    t0 = time.thread_time()
+                    value = dual_bound(
+                        inputs, q, c, potentials[seen.get(c, 0) :], _limit(inputs, best[-1][0])
+                    )
+                    seen[c] = len(potentials)
+                    tight[c] = max(tight[c], value)
+                    heapq.heappush(waiting, (tight[c], c))
+                    seconds = time.thread_time() - t0
+                    with stats.lock:
+                        stats.duals += 1
+                        stats.tight_seconds += seconds
+                    continue
+                d, potential = distance(q, c, len(potentials) < POTENTIALS)
+                used[c] = d
+                if potential is not None:
+                    potentials = np.vstack([potentials, potential])
+                    if len(potentials) == POTENTIALS:
+                        collecting[q] = False
+                        left_for.pop(q, None)
                 ranked = (_key(d), c)
-                if not full or ranked < best[-1]:
+                if len(best) < task.k or ranked < best[-1]:
                     bisect.insort(best, ranked)
                     del best[task.k :]
             certificates.append((task.key, task.k, unsolved))
+        collecting[q] = False
+        left_for.pop(q, None)
         results[q] = (used, certificates)
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
+
+    def _tighten(q, stream, at, loose, used, tight, bound) -> None:
+        # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
+        # cost-matrix product and one kernel call for all of them
+        batch = []
+        for c in stream[at:]:
+            if c not in used and c not in tight:
+                batch.append(c)
+                if len(batch) == TIGHTEN_BATCH:
+                    break
+        t0 = time.thread_time()
+        ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64))
+        for c, value in zip(batch, ict.tolist(), strict=True):
+            tight[c] = max(float(bound[c]), value)
+        seconds = time.thread_time() - t0
+        with stats.lock:
+            stats.tight += len(batch)
+            stats.tight_seconds += seconds
 
     started = time.perf_counter()
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
