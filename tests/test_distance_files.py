@@ -18,26 +18,31 @@ def random_matrix(n: int, seed: int = 0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("batch_values", [1, 7, 33, 1 << 24])
-def test_batches_of_any_size_give_the_matrix_bit_for_bit(tmp_path, monkeypatch, batch_values):
+def test_row_groups_of_any_size_give_the_matrix_bit_for_bit(tmp_path, monkeypatch, batch_values):
     matrix, ids = random_matrix(11), np.arange(100, 111)
-    io.write_distances(matrix, ids, tmp_path / "m.parquet")
-    # batches of one row, of a few rows with a ragged last one, and of everything
+    # row groups of one row, of a few rows with a ragged last one, and of everything
     monkeypatch.setattr(io, "MAX_BATCH_VALUES", batch_values)
+    io.write_distances(matrix, ids, tmp_path / "m.parquet")
     doc_ids, got = io.read_distances(tmp_path / "m.parquet")
     assert doc_ids.tolist() == ids.tolist()
     assert got.dtype == np.float64 and got.flags.c_contiguous
     assert got.tobytes() == matrix.tobytes()
 
 
-def test_several_row_groups_are_read_in_order(tmp_path, monkeypatch):
+def test_several_row_groups_are_read_in_order(tmp_path):
     matrix, ids = random_matrix(9, seed=1), np.arange(9)
     io.write_distances(matrix, ids, tmp_path / "m.parquet")
     table = pq.read_table(tmp_path / "m.parquet")
-    pq.write_table(table, tmp_path / "groups.parquet", row_group_size=2)
+    # a file written by another tool: row groups of 2 rows, each of chunks of 1 row
+    with pq.ParquetWriter(tmp_path / "groups.parquet", table.schema) as writer:
+        for start in range(0, 9, 2):
+            part = table.slice(start, 2)
+            writer.write_table(pa.concat_tables([part.slice(0, 1), part.slice(1)]))
     assert pq.ParquetFile(tmp_path / "groups.parquet").num_row_groups == 5
-    monkeypatch.setattr(io, "MAX_BATCH_VALUES", 27)  # 3 rows a batch, across row groups
     _, got = io.read_distances(tmp_path / "groups.parquet")
     assert got.tobytes() == matrix.tobytes()
+    kept_ids, kept = io.read_distances(tmp_path / "groups.parquet", np.array([8, 3]))
+    assert kept.tobytes() == matrix[np.ix_([8, 3], [8, 3])].tobytes()
 
 
 def test_an_empty_matrix(tmp_path):
