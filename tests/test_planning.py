@@ -262,6 +262,11 @@ def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp
     assert resources.evaluate_mem_mb(absent, planned=18821) == math.ceil(
         2000 + 2 * 8 * 18821**2 / 1e6
     )
+    # a sub-matrix: a few row groups being read, and the sub-matrix twice
+    assert resources.subset_mem_mb(absent, planned=300) == math.ceil(
+        1000 + 4 * 8 * resources.ROW_GROUP_VALUES / 1e6 + 2 * 8 * 300**2 / 1e6
+    )
+    assert resources.subset_mem_mb(absent) == 2000
     # the documents file, once it exists, wins over the plan
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 500), path, schemas.DOCUMENTS)
@@ -329,6 +334,7 @@ def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
 
     assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
     assert resources.EMBEDDING_COLUMN_BAND == embedding.COLUMN_BAND
+    assert resources.ROW_GROUP_VALUES == io.MAX_BATCH_VALUES
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)
     one, two = (resources.search_resources(path, 1, threads)["mem_mb"] for threads in (1, 2))

@@ -27,6 +27,7 @@ from wmdeval.planning.resources import (
     embedding_matrix_runtime,
     evaluate_mem_mb,
     kusner_ingest_mem_mb,
+    subset_mem_mb,
 )
 
 # WMD work used to be split by a scatter whose count named the stored files, so changing
@@ -428,6 +429,12 @@ def embedding_matrix_job_mem_mb(wildcards, input, threads, attempt):
     return embedding_matrix_mem_mb(
         input.documents, wildcards.embedding_method, threads, attempt, planned
     )
+
+
+def subset_job_mem_mb(wildcards, input, attempt):
+    """A wmd-subset job: the sub-matrix for the documents kept, read a row group at a time."""
+    planned = planned_rows(wildcards.dataset, input.documents)
+    return subset_mem_mb(input.documents, attempt, planned)
 
 
 def gather_job_mem_mb(wildcards, input, attempt):

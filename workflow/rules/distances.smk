@@ -102,7 +102,8 @@ rule wmd_subset:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=gather_job_mem_mb,
+        # the clean variant's sub-matrix, read a row group at a time
+        mem_mb=subset_job_mem_mb,
         runtime=30,
     shell:
         "wmdeval wmd-subset --matrix {input.matrix} --documents {input.documents}"

@@ -147,7 +147,8 @@ rule sample_dense_matrix:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        mem_mb=matrix_job_mem_mb,
+        # the sample's sub-matrix, read a row group at a time
+        mem_mb=subset_job_mem_mb,
         runtime=30,
     shell:
         "wmdeval wmd-subset --matrix {input.matrix} --documents {input.documents}"

@@ -175,6 +175,25 @@ def matrix_job_mem_mb(
     return (_gather_mb(n) + extra + 2000) * attempt
 
 
+#: ``wmdeval.core.io.MAX_BATCH_VALUES`` (tests/test_planning.py checks they agree): values
+#: of one row group of a stored distance matrix.
+ROW_GROUP_VALUES = 1 << 24
+
+
+def subset_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) -> int:
+    """Memory (MB) of a ``wmd-subset`` job (a variant's or a sample's sub-matrix): it reads
+    only the kept rows and columns, a row group at a time (a few row groups' worth of
+    working memory), and writes the float64 sub-matrix of the n documents kept (twice: the
+    matrix and its Arrow copy): 1000 + 4 row groups + 2 x 8 n^2 bytes, times ``attempt``
+    (a 300-document sample of 20 Newsgroups' 2.8 GB matrices: 1.0 GB peak,
+    benchmarks/paper_scale.py). Before the documents exist, n is the ``planned`` count;
+    2000 if unknown."""
+    n = _n_documents(documents_path, planned)
+    if n is None:
+        return 2000 * attempt
+    return int(np.ceil(1000 + 4 * 8 * ROW_GROUP_VALUES / 1e6 + 2 * 8 * n * n / 1e6)) * attempt
+
+
 def evaluate_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) -> int:
     """Memory (MB) of the evaluate job: it reads the dense matrices one at a time (one
     float64 n x n matrix, plus a batch being read), and the baselines' float64 query x
