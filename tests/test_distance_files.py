@@ -108,7 +108,7 @@ def test_kept_ids_give_the_sub_matrix_in_their_order(tmp_path, monkeypatch, batc
 
 def test_kept_ids_the_file_lacks_or_repeats_are_refused(tmp_path):
     io.write_distances(random_matrix(4), np.array([1, 2, 3, 4]), tmp_path / "m.parquet")
-    with pytest.raises(io.WmdevalError, match=r"m.parquet: the distance matrix lacks 2 doc_id"):
+    with pytest.raises(io.WmdevalError, match=r"m.parquet: the distance matrix lack 2 document"):
         io.read_distances(tmp_path / "m.parquet", np.array([2, 9, 0]))
     with pytest.raises(io.WmdevalError, match="listed twice"):
         io.read_distances(tmp_path / "m.parquet", np.array([2, 2]))

@@ -426,13 +426,13 @@ def test_gather_refuses_missing_or_repeated_pairs():
 def test_submatrix_and_run_subset(tmp_path):
     matrix = np.arange(25, dtype=np.float32).reshape(5, 5)
     doc_ids = np.array([2, 3, 5, 8, 9], dtype=np.int32)
+    io.write_distances(matrix, doc_ids, tmp_path / "full.parquet", metadata={"method": "WMD"})
     np.testing.assert_array_equal(
-        blocks.submatrix(doc_ids, matrix, np.array([3, 8])), [[6, 8], [16, 18]]
+        io.read_distances(tmp_path / "full.parquet", np.array([3, 8]))[1], [[6, 8], [16, 18]]
     )
     with pytest.raises(io.WmdevalError, match="doc_id 4"):
-        blocks.submatrix(doc_ids, matrix, np.array([3, 4]))
+        io.read_distances(tmp_path / "full.parquet", np.array([3, 4]))
 
-    io.write_distances(matrix, doc_ids, tmp_path / "full.parquet", metadata={"method": "WMD"})
     kept = documents([{"a": 1}] * 5).filter(pa.array([False, True, False, True, True]))
     kept = kept.set_column(0, "doc_id", pa.array([3, 8, 9], pa.int32()))
     io.write_table(kept, tmp_path / "clean.parquet", schemas.DOCUMENTS)

@@ -157,7 +157,7 @@ def read_distances(
         require_float64(parquet.schema_arrow, "distances", path)
         doc_ids = parquet.read(columns=["doc_id"]).column("doc_id").to_numpy()
         n = len(doc_ids)
-        keep = np.arange(n) if keep_ids is None else _positions_in(doc_ids, keep_ids, path)
+        keep = np.arange(n) if keep_ids is None else _kept_positions(doc_ids, keep_ids, path)
         slot = np.full(n, -1, dtype=np.int64)  # row of the result each stored row fills
         slot[keep] = np.arange(len(keep))
         every = keep_ids is None
@@ -193,21 +193,14 @@ def read_distances(
     return (doc_ids, out) if every else (np.asarray(keep_ids), out)
 
 
-def _positions_in(doc_ids: np.ndarray, keep_ids: np.ndarray, path: Path) -> np.ndarray:
-    """Positions of ``keep_ids`` (distinct) in ``doc_ids``; one lacking is a WmdevalError."""
-    keep_ids = np.asarray(keep_ids)
+def _kept_positions(doc_ids: np.ndarray, keep_ids: np.ndarray, path: Path) -> np.ndarray:
+    """Positions of ``keep_ids`` in ``doc_ids`` (core.variant.positions); each kept once,
+    since each fills one row of the result."""
+    from .variant import positions  # scipy.sparse (variant's) only for jobs that subset
+
     if len(np.unique(keep_ids)) != len(keep_ids):
         raise WmdevalError(f"{path}: a doc_id to keep is listed twice")
-    order = np.argsort(doc_ids, kind="stable")
-    at = np.minimum(np.searchsorted(doc_ids[order], keep_ids), max(len(doc_ids) - 1, 0))
-    found = doc_ids[order][at] == keep_ids if len(doc_ids) else np.zeros(len(keep_ids), bool)
-    if not found.all():
-        lacking = keep_ids[~found]
-        raise WmdevalError(
-            f"{path}: the distance matrix lacks {len(lacking)} doc_id(s) "
-            f"(e.g. {', '.join(str(int(i)) for i in lacking[:5])})"
-        )
-    return order[at]
+    return positions(doc_ids, keep_ids, f"{path}: the distance matrix")
 
 
 def read_embeddings(

@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...core import io, schemas
-from ...core.variant import positions
 from .pairs import plan_blocks, row_starts, solve_order
 from .solver import WmdInputs, prepare, reorder, solve_block
 
@@ -105,16 +104,6 @@ def gather(n: int, blocks: Iterable[pa.Table], unsolved: np.ndarray | None = Non
     empty = np.array([np.isnan(row[solved]).all() for row in matrix], dtype=bool)
     np.fill_diagonal(matrix, np.where(empty, np.nan, 0.0))
     return matrix
-
-
-def submatrix(doc_ids: np.ndarray, matrix: np.ndarray, keep_ids: np.ndarray) -> np.ndarray:
-    """Rows and columns of ``matrix`` (ordered by ``doc_ids``) for ``keep_ids``, in that order.
-
-    ``matrix``: [n, n] of any dtype, values copied unchanged (NaN stays NaN). A doc_id of
-    ``keep_ids`` not in ``doc_ids`` is a WmdevalError.
-    """
-    keep = positions(doc_ids, keep_ids, "the distance matrix")
-    return matrix[np.ix_(keep, keep)]
 
 
 # ---------------------------------------------------------------------------------------------
