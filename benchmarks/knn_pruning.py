@@ -135,19 +135,25 @@ class Clock:
 def prepare_data(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.yaml").write_text(CONFIG.format(data=data.resolve()))
-    if not all((workdir / t).exists() for t in TARGETS):
-        print(f"preparing the corpus with snakemake in {workdir} ...", flush=True)
+    return prepared(workdir, TARGETS, "the corpus")
+
+
+def prepared(workdir: Path, targets: list[str], what: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The documents, splits and embeddings ``targets`` of ``workdir``'s config.yaml, made
+    by the workflow unless they exist already."""
+    if not all((workdir / t).exists() for t in targets):
+        print(f"preparing {what} with snakemake in {workdir} ...", flush=True)
         subprocess.run(
             ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml"]
-            + ["--cores", "2", *TARGETS],
+            + ["--cores", "2", *targets],
             cwd=workdir,
             check=True,
             stdout=subprocess.DEVNULL,
         )
     return (
-        io.read_documents(workdir / TARGETS[0]),
-        io.read_splits(workdir / TARGETS[1]),
-        io.read_table(workdir / TARGETS[2]),
+        io.read_documents(workdir / targets[0]),
+        io.read_splits(workdir / targets[1]),
+        io.read_table(workdir / targets[2]),
     )
 
 
@@ -164,20 +170,7 @@ def prepare_news(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Tabl
         texts = [" ".join(t.split()[:NEWS_WORDS]) for t in table.column("text").to_pylist()]
         pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", [texts]), cut)
     (workdir / "config.yaml").write_text(NEWS_CONFIG.format(data=cut.resolve()))
-    if not all((workdir / t).exists() for t in NEWS_TARGETS):
-        print(f"preparing 20 Newsgroups with snakemake in {workdir} ...", flush=True)
-        subprocess.run(
-            ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", "config.yaml"]
-            + ["--cores", "2", *NEWS_TARGETS],
-            cwd=workdir,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return (
-        io.read_documents(workdir / NEWS_TARGETS[0]),
-        io.read_splits(workdir / NEWS_TARGETS[1]),
-        io.read_table(workdir / NEWS_TARGETS[2]),
-    )
+    return prepared(workdir, NEWS_TARGETS, "20 Newsgroups")
 
 
 def sample(documents: pa.Table, splits: pa.Table, size: int, seed: int):
