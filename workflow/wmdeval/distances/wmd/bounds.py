@@ -201,23 +201,58 @@ def _nearest_word(
     concatenated, group g starting at ``starts[g]``; no empty group), the distance from
     each of ``words`` to the group's nearest word.
 
-    Column chunks keep the working matrix under MAX_ENTRIES; rows are gathered (not
-    columns), which is a copy of contiguous memory. float32 halves the traffic; its
-    rounding (relative 6e-8) is far inside the safety margin.
+    The distances from the distinct rows of ``flat`` to a chunk of ``words`` (at most
+    MAX_ENTRIES entries) are one product; :func:`_group_minimum` then takes each group's
+    minimum from them in place, never gathering a row per entry of ``flat`` (on 20
+    Newsgroups that gather moved 64 MB per chunk of ~10 words). float32 halves the
+    memory the kernel reads; its rounding (relative 6e-8) is far inside the safety margin.
     """
     out = np.empty((len(starts), len(words)), dtype=np.float32)
+    if not len(starts) or not len(words):
+        return out
     # Distances from the distinct words of `flat` only: for a few query documents they
     # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
-    # words), and every vocabulary row would cost V x V products per job. Both working
-    # matrices (the distinct rows, and the gathered `flat` rows, x the chunk) stay under
-    # MAX_ENTRIES, since there are no more distinct rows than `flat` has.
+    # words), and every vocabulary row would cost V x V products per job.
     rows, at = np.unique(flat, return_inverse=True)
-    step = max(1, MAX_ENTRIES // max(len(flat), 1))
+    at = at.astype(np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.append(starts[1:], len(flat))
+    vectors, sq_norms = inputs.vectors[rows], inputs.sq_norms[rows]
+    words = np.asarray(words, dtype=np.int64)
+    step = max(1, MAX_ENTRIES // len(rows))
     for w0 in range(0, len(words), step):
         chunk = words[w0 : w0 + step]
-        d = word_distances(inputs, rows, chunk).astype(np.float32)
-        out[:, w0 : w0 + step] = np.minimum.reduceat(d[at], starts, axis=0)
+        d = word_costs(
+            inputs.ground_cost,
+            vectors @ inputs.vectors[chunk].T,
+            sq_norms,
+            inputs.sq_norms[chunk],
+        )
+        # a word's cost to itself is exactly 0, as in word_distances (both sorted, unique)
+        _, same_row, same_word = np.intersect1d(
+            rows, chunk, assume_unique=True, return_indices=True
+        )
+        d[same_row, same_word] = 0.0
+        block = np.empty((len(starts), len(chunk)), dtype=np.float32)
+        _group_minimum(d.astype(np.float32), at, starts, ends, block)
+        out[:, w0 : w0 + step] = block
     return out
+
+
+@_kernel
+def _group_minimum(d, at, starts, ends, out):  # pragma: no cover - compiled
+    """out[g] = the elementwise minimum of rows d[at[e]], starts[g] <= e < ends[g].
+
+    Whole rows at a time: each is contiguous, so the reads stream and the minimum
+    vectorises (20 Newsgroups, 256 columns: 0.15 s for 1.6 M entries, 8x a loop over
+    bands of 32 columns and 25x the numpy gather and reduceat)."""
+    for g in range(len(starts)):
+        low = out[g]
+        low[:] = np.inf
+        for e in range(starts[g], ends[g]):
+            row = d[at[e]]
+            for j in range(len(low)):
+                low[j] = min(low[j], row[j])
 
 
 class LowerBounds:

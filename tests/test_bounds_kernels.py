@@ -1,0 +1,51 @@
+"""The bounds' compiled kernels against plain loops on small corpora."""
+
+import numpy as np
+import pytest
+from test_wmd import random_corpus
+
+from wmdeval.distances.wmd import bounds, solver
+
+
+def plain_nearest_word(inputs, words, flat, starts) -> np.ndarray:
+    """Each group's nearest word to each of ``words``, one pair at a time."""
+    ends = list(starts[1:]) + [len(flat)]
+    out = np.empty((len(starts), len(words)))
+    for g, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
+        for k, w in enumerate(words):
+            out[g, k] = min(
+                0.0 if v == w else float(np.linalg.norm(inputs.vectors[v] - inputs.vectors[w]))
+                for v in flat[lo:hi]
+            )
+    return out
+
+
+@pytest.mark.parametrize("max_entries", [bounds.MAX_ENTRIES, 7])
+def test_nearest_word_is_the_plain_minimum(monkeypatch, max_entries):
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", max_entries)  # one chunk, or many
+    docs, emb = random_corpus(3, 30, n_words=40, dim=5, max_len=10)
+    inputs = solver.prepare(docs, emb, "bow")
+    weights = bounds.weight_matrix(inputs)
+    flat = weights.indices.astype(np.int64)
+    starts = weights.indptr[:-1]
+    words = np.array([0, 2, 3, 11, 25, 39])
+    got = bounds._nearest_word(inputs, words, flat, starts)
+    assert got.dtype == np.float32
+    want = plain_nearest_word(inputs, words, flat, starts)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    # a word of the group is its own nearest, at exactly 0
+    for g in range(len(starts)):
+        held = np.isin(words, flat[starts[g] : starts[g] + inputs.sizes[g]])
+        assert (got[g, held] == 0).all() and (got[g, ~held] > 0).all()
+
+
+def test_group_minimum_is_the_rows_minimum():
+    rng = np.random.default_rng(0)
+    d = rng.random((9, 5)).astype(np.float32)
+    at = rng.integers(0, 9, 20).astype(np.int64)
+    starts = np.array([0, 3, 4, 12], dtype=np.int64)
+    ends = np.array([3, 4, 12, 20], dtype=np.int64)
+    out = np.empty((4, 5), dtype=np.float32)
+    bounds._group_minimum(d, at, starts, ends, out)
+    for g in range(4):
+        assert np.array_equal(out[g], d[at[starts[g] : ends[g]]].min(axis=0))
