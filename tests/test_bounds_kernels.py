@@ -49,3 +49,33 @@ def test_group_minimum_is_the_rows_minimum():
     bounds._group_minimum(d, at, starts, ends, out)
     for g in range(4):
         assert np.array_equal(out[g], d[at[starts[g] : ends[g]]].min(axis=0))
+
+
+def test_same_words_by_search_is_the_pairwise_comparison():
+    rng = np.random.default_rng(1)
+    for distinct in (True, False):
+        words_a = rng.choice(30, 12, replace=not distinct)
+        words_b = rng.integers(0, 30, 25)
+        got = set(zip(*(x.tolist() for x in bounds._same_words(words_a, words_b)), strict=True))
+        want = set(zip(*np.nonzero(words_a[:, None] == words_b[None, :]), strict=True))
+        assert got == {(int(a), int(b)) for a, b in want}
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_bounds_from_the_kept_cost_matrices_are_the_bounds_computed_afresh(weighting):
+    docs, emb = random_corpus(4, 30, n_words=50, dim=6, max_len=14)
+    inputs = solver.prepare(docs, emb, weighting)
+    candidates = np.arange(1, inputs.n)
+    kept: dict[int, np.ndarray] = {}
+    ict = bounds.constrained_transfers(inputs, 0, candidates, kept)
+    assert np.array_equal(ict, bounds.constrained_transfers(inputs, 0, candidates))
+    assert sorted(kept) == candidates.tolist()
+    _, duals = solver.solve_pair(inputs, 0, 1)
+    side = 0 if inputs.doc_ids[0] < inputs.doc_ids[1] else 1
+    potentials = bounds.query_potential(inputs, 0, duals[1 - side])[None, :]
+    for c in candidates.tolist():
+        cost = bounds.word_distances(inputs, inputs.indices[0], inputs.indices[c])
+        np.testing.assert_allclose(kept[c], cost, rtol=1e-14, atol=1e-14)
+        afresh = bounds.dual_bound(inputs, 0, c, potentials, np.inf)
+        shared = bounds.dual_bound(inputs, 0, c, potentials, np.inf, kept[c])
+        assert shared == pytest.approx(afresh, rel=1e-12, abs=1e-12)

@@ -362,7 +362,9 @@ def test_the_tighter_bound_saves_solves_not_scores(monkeypatch):
     with_ict = search.SearchStats()
     full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=with_ict)
     # without ICT: the tight bound of a candidate is its cheap bound
-    monkeypatch.setattr(search, "constrained_transfers", lambda inputs, q, c: np.zeros(len(c)))
+    monkeypatch.setattr(
+        search, "constrained_transfers", lambda inputs, q, c, costs=None: np.zeros(len(c))
+    )
     without = search.SearchStats()
     _, pruned_without = scores_both_ways(docs, emb, splits, "bow", stats=without)
     assert pruned == pruned_without == full

@@ -135,9 +135,24 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
         inputs.sq_norms[words_a],
         inputs.sq_norms[words_b],
     )
-    same_a, same_b = np.nonzero(words_a[:, None] == words_b[None, :])
-    d[same_a, same_b] = 0.0
+    d[_same_words(words_a, words_b)] = 0.0
     return d
+
+
+def _same_words(words_a: np.ndarray, words_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) where words_a[row] == words_b[column], int64.
+
+    By binary search in the sorted ``words_a`` when its words are distinct (a document's
+    words: every caller but tests), O(len(words_b) log len(words_a)) instead of a boolean
+    matrix of every pair; else by that matrix."""
+    order = np.argsort(words_a, kind="stable")
+    ordered = words_a[order]
+    if len(ordered) and (np.diff(ordered) > 0).all():
+        at = np.minimum(np.searchsorted(ordered, words_b), len(ordered) - 1)
+        columns = np.flatnonzero(ordered[at] == words_b)
+        return order[at[columns]], columns
+    rows, columns = np.nonzero(words_a[:, None] == words_b[None, :])
+    return rows, columns
 
 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:
@@ -418,7 +433,9 @@ TRANSFER_COLUMNS = 4096
 _SELECTIONS = 8
 
 
-def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray) -> np.ndarray:
+def constrained_transfers(
+    inputs: WmdInputs, query: int, candidates: np.ndarray, costs: dict | None = None
+) -> np.ndarray:
     """The ICT lower bound (Atasu and Mittelholzer 2019) between document ``query`` and
     each of ``candidates`` (positions in ``inputs``, none empty), float64.
 
@@ -434,6 +451,9 @@ def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray)
 
     Computed per query for the candidates the search is about to solve, never for the
     whole collection: its cost is that of the cost matrices plus a few passes over them.
+    With ``costs`` (a dict), each candidate's cost matrix [query words, its words] is
+    stored there under its position, for :func:`dual_bound` to take instead of computing
+    it again.
     """
     candidates = np.asarray(candidates, dtype=np.int64)
     out = np.empty(len(candidates))
@@ -452,6 +472,9 @@ def constrained_transfers(inputs: WmdInputs, query: int, candidates: np.ndarray)
         np.cumsum(sizes[start:stop], out=starts[1:])
         cost = word_distances(inputs, words_q, words)
         out[start:stop] = _transfers(cost, np.ascontiguousarray(cost.T), mass_q, mass, starts)
+        if costs is not None:
+            for k, c in enumerate(part):
+                costs[c] = cost[:, starts[k] : starts[k + 1]].copy()
         start = stop
     return out
 
@@ -532,7 +555,12 @@ def query_potential(inputs: WmdInputs, query: int, other: tuple[np.ndarray, np.n
 
 
 def dual_bound(
-    inputs: WmdInputs, query: int, candidate: int, potentials: np.ndarray, enough: float
+    inputs: WmdInputs,
+    query: int,
+    candidate: int,
+    potentials: np.ndarray,
+    enough: float,
+    cost: np.ndarray | None = None,
 ) -> float:
     """The best dual lower bound of WMD(query, candidate) over ``potentials``, float64
     [P, words of ``query``] (from :func:`query_potential`), stopping at the first one above
@@ -544,8 +572,12 @@ def dual_bound(
     the potential came from. The potentials of the query's nearest documents transport
     its words much as its other near documents do, so theirs are tight where RWMD and
     ICT are loose (20 Newsgroups' long posts).
+
+    ``cost``: the pair's word costs [query words, candidate words] if already at hand
+    (:func:`constrained_transfers` keeps them); else computed by :func:`word_distances`.
     """
-    cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+    if cost is None:
+        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
     return float(
         _dual_kernel(cost, inputs.weights[query], inputs.weights[candidate], potentials, enough)
     )

@@ -78,6 +78,12 @@ TIGHTEN_BATCH = 8
 #: Potentials (from a query's first exact solves) its dual bounds use.
 POTENTIALS = 32
 
+#: Bytes of word-cost matrices a query keeps from its ICT bounds for their candidates'
+#: dual bounds (per thread: one query at a time). Over it, the matrices of candidates
+#: already proven beyond the k-th distance are dropped first; a candidate whose matrix
+#: was not kept gets it computed again.
+COST_BYTES = 32 << 20
+
 
 @dataclass
 class SearchStats:
@@ -203,6 +209,7 @@ def search_queries(
         # them its bound in `tight` has seen
         potentials = np.zeros((0, len(inputs.indices[q])))
         seen: dict[int, int] = {}
+        costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
@@ -235,7 +242,8 @@ def search_queries(
                 if not from_heap:
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
-                        _tighten(q, stream, at, loose, used, tight, bound)
+                        limit = _limit(inputs, best[-1][0]) if len(best) == task.k else np.inf
+                        _tighten(q, stream, at, loose, used, tight, bound, costs, limit)
                     heapq.heappush(waiting, (tight[c], c))
                     at += 1
                     continue
@@ -244,7 +252,12 @@ def search_queries(
                     # potentials newer than its bound: they may prove it beyond the k-th
                     t0 = time.thread_time()
                     value = dual_bound(
-                        inputs, q, c, potentials[seen.get(c, 0) :], _limit(inputs, best[-1][0])
+                        inputs,
+                        q,
+                        c,
+                        potentials[seen.get(c, 0) :],
+                        _limit(inputs, best[-1][0]),
+                        costs.get(c),
                     )
                     seen[c] = len(potentials)
                     tight[c] = max(tight[c], value)
@@ -255,6 +268,7 @@ def search_queries(
                         stats.tight_seconds += seconds
                     continue
                 d, potential = distance(q, c, len(potentials) < POTENTIALS)
+                costs.pop(c, None)
                 used[c] = d
                 if potential is not None:
                     potentials = np.vstack([potentials, potential])
@@ -273,7 +287,7 @@ def search_queries(
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
 
-    def _tighten(q, stream, at, loose, used, tight, bound) -> None:
+    def _tighten(q, stream, at, loose, used, tight, bound, costs, limit) -> None:
         # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
         # cost-matrix product and one kernel call for all of them
         batch = []
@@ -283,13 +297,29 @@ def search_queries(
                 if len(batch) == TIGHTEN_BATCH:
                     break
         t0 = time.thread_time()
-        ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64))
+        fresh: dict[int, np.ndarray] = {}
+        ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64), fresh)
         for c, value in zip(batch, ict.tolist(), strict=True):
             tight[c] = max(float(bound[c]), value)
+        _keep_costs(costs, fresh, tight, limit)
         seconds = time.thread_time() - t0
         with stats.lock:
             stats.tight += len(batch)
             stats.tight_seconds += seconds
+
+    def _keep_costs(costs, fresh, tight, limit) -> None:
+        # the matrices of candidates a dual bound may still need, within COST_BYTES: a
+        # candidate beyond the k-th distance of the moment needs one only if another of
+        # the query's lists takes it, so those go first, then the newest stay out
+        for c, cost in fresh.items():
+            if tight[c] <= limit:
+                costs[c] = cost
+        held = sum(cost.nbytes for cost in costs.values())
+        if held > COST_BYTES:
+            for c in [c for c in costs if tight[c] > limit]:
+                held -= costs.pop(c).nbytes
+        while held > COST_BYTES:
+            held -= costs.popitem()[1].nbytes
 
     started = time.perf_counter()
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
