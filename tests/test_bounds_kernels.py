@@ -79,3 +79,25 @@ def test_bounds_from_the_kept_cost_matrices_are_the_bounds_computed_afresh(weigh
         afresh = bounds.dual_bound(inputs, 0, c, potentials, np.inf)
         shared = bounds.dual_bound(inputs, 0, c, potentials, np.inf, kept[c])
         assert shared == pytest.approx(afresh, rel=1e-12, abs=1e-12)
+
+
+def test_first_dual_bound_takes_the_potentials_in_the_order_given():
+    docs, emb = random_corpus(6, 20, n_words=40, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    potentials = []
+    for other in range(1, 6):
+        _, duals = solver.solve_pair(inputs, 0, other)
+        side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
+        potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
+    potentials = np.array(potentials)
+    for c in range(6, inputs.n):
+        values = [bounds.dual_bound(inputs, 0, c, potentials[p : p + 1], np.inf) for p in range(5)]
+        # none passes: the best of all, whatever the order
+        best, winner = bounds.first_dual_bound(inputs, 0, c, potentials, [4, 2, 0, 1, 3], np.inf)
+        assert winner == -1 and best == pytest.approx(max(values), rel=1e-12)
+        assert bounds.dual_bound(inputs, 0, c, potentials, np.inf) == pytest.approx(best, rel=1e-12)
+        # the first in the order given above `enough` stops the search
+        enough = sorted(values)[1] - 1e-12  # all but the smallest pass it
+        order = np.argsort(values)  # the smallest first, then one that passes
+        value, winner = bounds.first_dual_bound(inputs, 0, c, potentials, order, enough)
+        assert winner == order[1] and value == pytest.approx(values[order[1]], rel=1e-12)

@@ -578,40 +578,76 @@ def dual_bound(
     """
     if cost is None:
         cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
-    return float(
-        _dual_kernel(cost, inputs.weights[query], inputs.weights[candidate], potentials, enough)
+    order = np.arange(len(potentials), dtype=np.int64)
+    value, _ = _dual_kernel(
+        cost, inputs.weights[query], inputs.weights[candidate], potentials, order, enough
     )
+    return float(value)
+
+
+def first_dual_bound(
+    inputs: WmdInputs,
+    query: int,
+    candidate: int,
+    potentials: np.ndarray,
+    order: np.ndarray,
+    enough: float,
+    cost: np.ndarray | None = None,
+) -> tuple[float, int]:
+    """(:func:`dual_bound` over the potentials ``potentials[order]``, taken in that order,
+    the position in ``potentials`` of the one whose bound passed ``enough``, or -1 if
+    none did). The same bound when none passes; the search puts first the potentials
+    that proved most candidates beyond the k-th, so a pruned candidate meets its proof
+    after a few potentials, not after all of them."""
+    if cost is None:
+        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+    value, at = _dual_kernel(
+        cost,
+        inputs.weights[query],
+        inputs.weights[candidate],
+        potentials,
+        np.asarray(order, dtype=np.int64),
+        enough,
+    )
+    return float(value), int(at)
 
 
 @_kernel
-def _dual_kernel(cost, mass_q, mass_c, potentials, enough):  # pragma: no cover - compiled
+def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough):  # pragma: no cover
     n, m = cost.shape
     best = -np.inf
     g = np.empty(m)
-    for p in range(potentials.shape[0]):
+    for p in order:
         f = potentials[p]
         g[:] = np.inf
+        # min() rather than a compare and store, and four running minima in the row
+        # minimum, so that both loops vectorise (1.6x on 150-word documents; a minimum
+        # is exact in any order, so the bound is the same)
         for i in range(n):
             fi = f[i]
             for j in range(m):
-                v = cost[i, j] - fi
-                if v < g[j]:
-                    g[j] = v
+                g[j] = min(g[j], cost[i, j] - fi)
         total = 0.0
         for j in range(m):
             total += mass_c[j] * g[j]
         for i in range(n):
-            low = np.inf
-            for j in range(m):
-                v = cost[i, j] - g[j]
-                if v < low:
-                    low = v
-            total += mass_q[i] * low
+            l0 = l1 = l2 = l3 = np.inf
+            j = 0
+            while j + 4 <= m:
+                l0 = min(l0, cost[i, j] - g[j])
+                l1 = min(l1, cost[i, j + 1] - g[j + 1])
+                l2 = min(l2, cost[i, j + 2] - g[j + 2])
+                l3 = min(l3, cost[i, j + 3] - g[j + 3])
+                j += 4
+            while j < m:
+                l0 = min(l0, cost[i, j] - g[j])
+                j += 1
+            total += mass_q[i] * min(min(l0, l1), min(l2, l3))
         if total > best:
             best = total
         if best > enough:
-            break
-    return best
+            return best, p
+    return best, -1
 
 
 __all__ = [
@@ -631,4 +667,5 @@ __all__ = [
     "constrained_transfers",
     "query_potential",
     "dual_bound",
+    "first_dual_bound",
 ]

@@ -58,7 +58,7 @@ from .blocks import _log_empty
 from .bounds import (
     LowerBounds,
     constrained_transfers,
-    dual_bound,
+    first_dual_bound,
     query_potential,
     safety_margin,
 )
@@ -76,7 +76,7 @@ BOUND_ROWS = 512
 TIGHTEN_BATCH = 8
 
 #: Potentials (from a query's first exact solves) its dual bounds use.
-POTENTIALS = 32
+POTENTIALS = 128
 
 #: Bytes of word-cost matrices a query keeps from its ICT bounds for their candidates'
 #: dual bounds (per thread: one query at a time). Over it, the matrices of candidates
@@ -207,9 +207,12 @@ def search_queries(
         tight: dict[int, float] = {}  # candidate -> its best bound, over all its tasks
         # potentials on q's words from its first solves, and per candidate how many of
         # them its bound in `tight` has seen
-        potentials = np.zeros((0, len(inputs.indices[q])))
+        potentials = np.zeros((POTENTIALS, len(inputs.indices[q])))
+        held = 0  # potentials[:held] are filled
+        wins = np.zeros(POTENTIALS, dtype=np.int64)  # candidates each proved beyond the k-th
         seen: dict[int, int] = {}
         costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
+        costs_bytes = [0]  # what `costs` holds
         certificates = []
         for task in tasks[q]:
             if inputs.empty[q]:
@@ -243,23 +246,25 @@ def search_queries(
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
                         limit = _limit(inputs, best[-1][0]) if len(best) == task.k else np.inf
-                        _tighten(q, stream, at, loose, used, tight, bound, costs, limit)
+                        _tighten(
+                            q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit
+                        )
                     heapq.heappush(waiting, (tight[c], c))
                     at += 1
                     continue
                 heapq.heappop(waiting)
-                if len(best) == task.k and seen.get(c, 0) < len(potentials):
-                    # potentials newer than its bound: they may prove it beyond the k-th
+                if len(best) == task.k and seen.get(c, 0) < held:
+                    # potentials newer than its bound: they may prove it beyond the k-th;
+                    # those that proved most candidates so far first
                     t0 = time.thread_time()
-                    value = dual_bound(
-                        inputs,
-                        q,
-                        c,
-                        potentials[seen.get(c, 0) :],
-                        _limit(inputs, best[-1][0]),
-                        costs.get(c),
+                    fresh = np.arange(seen.get(c, 0), held)
+                    order = fresh[np.argsort(-wins[fresh], kind="stable")]
+                    value, winner = first_dual_bound(
+                        inputs, q, c, potentials, order, _limit(inputs, best[-1][0]), costs.get(c)
                     )
-                    seen[c] = len(potentials)
+                    if winner >= 0:
+                        wins[winner] += 1
+                    seen[c] = held
                     tight[c] = max(tight[c], value)
                     heapq.heappush(waiting, (tight[c], c))
                     seconds = time.thread_time() - t0
@@ -267,12 +272,14 @@ def search_queries(
                         stats.duals += 1
                         stats.tight_seconds += seconds
                     continue
-                d, potential = distance(q, c, len(potentials) < POTENTIALS)
-                costs.pop(c, None)
+                d, potential = distance(q, c, held < POTENTIALS)
+                if c in costs:
+                    costs_bytes[0] -= costs.pop(c).nbytes
                 used[c] = d
                 if potential is not None:
-                    potentials = np.vstack([potentials, potential])
-                    if len(potentials) == POTENTIALS:
+                    potentials[held] = potential
+                    held += 1
+                    if held == POTENTIALS:
                         collecting[q] = False
                         left_for.pop(q, None)
                 ranked = (_key(d), c)
@@ -287,7 +294,7 @@ def search_queries(
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
 
-    def _tighten(q, stream, at, loose, used, tight, bound, costs, limit) -> None:
+    def _tighten(q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit) -> None:
         # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
         # cost-matrix product and one kernel call for all of them
         batch = []
@@ -301,25 +308,27 @@ def search_queries(
         ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64), fresh)
         for c, value in zip(batch, ict.tolist(), strict=True):
             tight[c] = max(float(bound[c]), value)
-        _keep_costs(costs, fresh, tight, limit)
+        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], fresh, tight, limit)
         seconds = time.thread_time() - t0
         with stats.lock:
             stats.tight += len(batch)
             stats.tight_seconds += seconds
 
-    def _keep_costs(costs, fresh, tight, limit) -> None:
+    def _keep_costs(costs, held, fresh, tight, limit) -> int:
         # the matrices of candidates a dual bound may still need, within COST_BYTES: a
         # candidate beyond the k-th distance of the moment needs one only if another of
-        # the query's lists takes it, so those go first, then the newest stay out
+        # the query's lists takes it, so those go first, then the newest stay out.
+        # Returns the bytes `costs` holds (`held` before).
         for c, cost in fresh.items():
             if tight[c] <= limit:
                 costs[c] = cost
-        held = sum(cost.nbytes for cost in costs.values())
+                held += cost.nbytes
         if held > COST_BYTES:
             for c in [c for c in costs if tight[c] > limit]:
                 held -= costs.pop(c).nbytes
         while held > COST_BYTES:
             held -= costs.popitem()[1].nbytes
+        return held
 
     started = time.perf_counter()
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
