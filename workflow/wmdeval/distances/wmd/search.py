@@ -12,10 +12,13 @@ document this module
    with its cheap bound only gets the tighter ICT bound
    (:func:`~.bounds.constrained_transfers`, computed for a few candidates ahead at a
    time) and waits in the queue again; one taken with its ICT bound first meets the
-   dual bounds of the potentials it has not seen (:func:`~.bounds.dual_bound`: the
-   optimal potentials of the query's first POTENTIALS exact solves, which bound any
-   other candidate by weak duality) and waits again if they raised its bound; only
-   then is it solved exactly. So only candidates whose every bound stays within the
+   dual bounds of the potentials it has not seen (:func:`~.bounds.first_dual_bound`:
+   the optimal potentials of the query's first POTENTIALS exact solves, which bound
+   any other candidate by weak duality; those that proved the most candidates beyond
+   the k-th are tried first) and waits again if they raised its bound; only then is it
+   solved exactly. The dual bounds reuse the word-cost matrix the candidate's ICT bound
+   computed (up to COST_BYTES per query); the exact solve computes its own, as
+   :func:`~.solver.wmd_pair` does. So only candidates whose every bound stays within the
    k-th distance of the moment are solved, and the tighter bounds are computed for the
    candidates the cheap bounds could not prune, never for the whole list. Candidates
    tied with the k-th distance (equal tie keys) are solved, never pruned. Every
