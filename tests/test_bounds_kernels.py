@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from test_wmd import random_corpus
+from test_wmd import documents, random_corpus
 
 from wmdeval.distances.wmd import bounds, solver
 
@@ -101,3 +101,60 @@ def test_first_dual_bound_takes_the_potentials_in_the_order_given():
         order = np.argsort(values)  # the smallest first, then one that passes
         value, winner = bounds.first_dual_bound(inputs, 0, c, potentials, order, enough)
         assert winner == order[1] and value == pytest.approx(values[order[1]], rel=1e-12)
+
+
+@pytest.mark.parametrize("max_entries", [bounds.MAX_ENTRIES, 7])
+def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entries):
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", max_entries)  # one chunk, or many
+    docs, emb = random_corpus(4, 30, n_words=40, dim=5, max_len=10)
+    inputs = solver.prepare(docs, emb, "bow")
+    weights = bounds.weight_matrix(inputs)
+    flat = weights.indices.astype(np.int64)
+    starts = weights.indptr[:-1]
+    words = np.array([0, 2, 3, 11, 25, 39])
+    # back groups: positions into `words`, one of them empty
+    back = [[0, 3], [], [1, 2, 4, 5], [5]]
+    indptr = np.cumsum([0] + [len(b) for b in back])
+    indices = np.array([p for b in back for p in b], dtype=np.int64)
+    near, toward, rows, other = bounds._nearest_words(inputs, words, flat, starts, indptr, indices)
+    np.testing.assert_array_equal(near, bounds._nearest_word(inputs, words, flat, starts))
+    np.testing.assert_array_equal(rows, np.unique(flat))
+
+    def cost(v, w):
+        return 0.0 if v == w else float(np.linalg.norm(inputs.vectors[v] - inputs.vectors[w]))
+
+    assert toward.dtype == np.float32 and toward.shape == (len(back), len(rows))
+    for g, group in enumerate(back):
+        for r, v in enumerate(rows):
+            want = min((cost(v, words[p]) for p in group), default=np.inf)
+            assert toward[g, r] == pytest.approx(want, rel=1e-6, abs=1e-7)
+    ends = list(starts[1:]) + [len(flat)]
+    for lo, hi in zip(starts, ends, strict=True):
+        for e in range(lo, hi):
+            if flat[e] not in words:
+                assert np.isnan(other[e])
+                continue
+            want = min((cost(flat[f], flat[e]) for f in range(lo, hi) if f != e), default=np.inf)
+            assert other[e] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_lower_bounds_tables_from_one_block_are_the_separate_ones(weighting):
+    docs, emb = random_corpus(5, 40, n_words=60, dim=5, max_len=12)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[3] = {rows[0]["words"][0]: 2}  # a one-word document
+    inputs = solver.prepare(documents(bags), emb, weighting)
+    queries = np.array([1, 3, 7, 20])
+    lower = bounds.LowerBounds(inputs, queries)
+    weights = bounds.weight_matrix(inputs)
+    # the query words' nearest other word: as nearest_other_word computes it
+    second = bounds.nearest_other_word(inputs, weights)
+    used = np.isin(weights.indices, lower.vocabulary)
+    np.testing.assert_allclose(lower.second[used], second[used], rtol=1e-12, atol=1e-14)
+    assert np.isnan(lower.second[~used]).all()
+    # every word's distance to each query's nearest word, one pair at a time
+    present = np.unique(weights.indices)
+    for r, q in enumerate(queries.tolist()):
+        d = bounds.word_distances(inputs, present, inputs.indices[q]).min(axis=1)
+        np.testing.assert_allclose(lower.to_queries[r, present], d, rtol=1e-6, atol=1e-7)

@@ -214,26 +214,62 @@ def _nearest_word(
 ) -> np.ndarray:
     """float32 [len(starts), len(words)]: for each group of vocabulary rows (``flat``
     concatenated, group g starting at ``starts[g]``; no empty group), the distance from
-    each of ``words`` to the group's nearest word.
+    each of ``words`` to the group's nearest word (:func:`_nearest_words`' first part)."""
+    return _nearest_words(inputs, words, flat, starts)[0]
+
+
+def _nearest_words(
+    inputs: WmdInputs,
+    words: np.ndarray,
+    flat: np.ndarray,
+    starts: np.ndarray,
+    back_indptr: np.ndarray | None = None,
+    back_indices: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The nearest-word tables of :class:`LowerBounds`, from one distance block.
+
+    ``words``: sorted distinct vocabulary rows; ``flat`` / ``starts``: groups of
+    vocabulary rows (``flat`` concatenated, group g starting at ``starts[g]``; no empty
+    group, a group's words distinct); ``back_indptr`` / ``back_indices``: other groups,
+    as CSR rows of positions into ``words`` (default: none). Returns
+
+    - float32 [len(starts), len(words)]: the distance from each of ``words`` to each
+      group's nearest word;
+    - float32 [len(back_indptr) - 1, len(rows)]: the distance from each of ``rows`` to
+      each back group's nearest word (inf for an empty group);
+    - ``rows``, the distinct rows of ``flat``, int64;
+    - float64 [len(flat)]: per entry of ``flat`` whose word is one of ``words``, the
+      distance to the nearest other word of its group (inf in a one-word group); NaN for
+      the other entries.
 
     The distances from the distinct rows of ``flat`` to a chunk of ``words`` (at most
     MAX_ENTRIES entries) are one product; :func:`_group_minimum` then takes each group's
     minimum from them in place, never gathering a row per entry of ``flat`` (on 20
-    Newsgroups that gather moved 64 MB per chunk of ~10 words). float32 halves the
-    memory the kernel reads; its rounding (relative 6e-8) is far inside the safety margin.
+    Newsgroups that gather moved 64 MB per chunk of ~10 words), and :func:`_back_minimum`
+    and :func:`_other_minimum` take the other two from the same block, so no second
+    product is needed for the words outside ``words``. float32 halves the memory the
+    kernels read; its rounding (relative 6e-8) is far inside the safety margin.
     """
-    out = np.empty((len(starts), len(words)), dtype=np.float32)
-    if not len(starts) or not len(words):
-        return out
+    starts = np.asarray(starts, dtype=np.int64)
+    if back_indptr is None:
+        back_indptr = np.zeros(1, dtype=np.int64)
+        back_indices = np.zeros(0, dtype=np.int64)
+    back_indptr = np.asarray(back_indptr, dtype=np.int64)
+    back_indices = np.asarray(back_indices, dtype=np.int64)
     # Distances from the distinct words of `flat` only: for a few query documents they
     # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
     # words), and every vocabulary row would cost V x V products per job.
     rows, at = np.unique(flat, return_inverse=True)
     at = at.astype(np.int64)
-    starts = np.asarray(starts, dtype=np.int64)
+    out = np.empty((len(starts), len(words)), dtype=np.float32)
+    toward = np.full((len(rows), len(back_indptr) - 1), np.inf, dtype=np.float32)
+    other = np.full(len(flat), np.nan)
+    if not len(starts) or not len(words):
+        return out, np.ascontiguousarray(toward.T), rows, other
     ends = np.append(starts[1:], len(flat))
     vectors, sq_norms = inputs.vectors[rows], inputs.sq_norms[rows]
     words = np.asarray(words, dtype=np.int64)
+    back_group = np.repeat(np.arange(len(back_indptr) - 1), np.diff(back_indptr))
     step = max(1, MAX_ENTRIES // len(rows))
     for w0 in range(0, len(words), step):
         chunk = words[w0 : w0 + step]
@@ -248,10 +284,17 @@ def _nearest_word(
             rows, chunk, assume_unique=True, return_indices=True
         )
         d[same_row, same_word] = 0.0
+        column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
+        column[same_row] = same_word
+        _other_minimum(d, at, starts, ends, column, other)
+        d32 = d.astype(np.float32)
+        del d
         block = np.empty((len(starts), len(chunk)), dtype=np.float32)
-        _group_minimum(d.astype(np.float32), at, starts, ends, block)
+        _group_minimum(d32, at, starts, ends, block)
         out[:, w0 : w0 + step] = block
-    return out
+        inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
+        _back_minimum(d32, back_group[inside], back_indices[inside] - w0, toward)
+    return out, np.ascontiguousarray(toward.T), rows, other
 
 
 @_kernel
@@ -268,6 +311,33 @@ def _group_minimum(d, at, starts, ends, out):  # pragma: no cover - compiled
             row = d[at[e]]
             for j in range(len(low)):
                 low[j] = min(low[j], row[j])
+
+
+@_kernel
+def _back_minimum(d, group, column, toward):  # pragma: no cover - compiled
+    """toward[r, group[p]] = min(itself, d[r, column[p]]) for every row r and pair p:
+    each row of ``d`` and of ``toward`` is read once, from the cache."""
+    for r in range(d.shape[0]):
+        row = d[r]
+        low = toward[r]
+        for p in range(len(group)):
+            low[group[p]] = min(low[group[p]], row[column[p]])
+
+
+@_kernel
+def _other_minimum(d, at, starts, ends, column, other):  # pragma: no cover - compiled
+    """other[e] = min of d[at[f], column[at[e]]] over the other entries f of e's group,
+    for every entry e whose row has a column (``column[at[e]] >= 0``); inf alone."""
+    for g in range(len(starts)):
+        for e in range(starts[g], ends[g]):
+            j = column[at[e]]
+            if j < 0:
+                continue
+            low = np.inf
+            for f in range(starts[g], ends[g]):
+                if f != e:
+                    low = min(low, d[at[f], j])
+            other[e] = low
 
 
 class LowerBounds:
@@ -305,35 +375,35 @@ class LowerBounds:
             shape=(len(self.queries), len(self.vocabulary)),
         )
         # query -> c: distance of each query word to the nearest word of each document,
-        # stored [vocabulary, documents] for the products of `rows`
+        # stored [vocabulary, documents] for the products of `rows`; c -> query: distance
+        # of every word to the nearest word of each query; and for OMR each query word's
+        # distance to the nearest other word of every document holding it. All three
+        # from one distance block: every document word x the query words.
         to_documents = np.zeros((inputs.n, len(self.vocabulary)), dtype=np.float32)
+        self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
+        # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it)
+        self.second = np.full(weights.nnz, np.nan)
         if len(self.filled) and len(self.vocabulary):
-            to_documents[self.filled] = _nearest_word(
+            filled_starts = weights.indptr[self.filled]
+            flat = _ranges(filled_starts, weights.indptr[self.filled + 1])
+            near, toward, rows, other = _nearest_words(
                 inputs,
                 self.vocabulary,
-                weights.indices.astype(np.int64),
-                weights.indptr[self.filled],
+                weights.indices[flat].astype(np.int64),
+                np.searchsorted(flat, filled_starts),
+                self.local.indptr,
+                self.local.indices,
             )
-        # c -> query: distance of every word to the nearest word of each query. For the
-        # query words themselves that is a part of `to_documents` (the queries are
-        # documents too); only the other words need computing.
-        self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
-        self.to_queries[:, self.vocabulary] = to_documents[self.queries]
+            to_documents[self.filled] = near
+            self.to_queries[:, rows] = toward
+            # an empty query has no nearest word: its (unused) row stays 0
+            self.to_queries[np.diff(self.local.indptr) == 0] = 0.0
+            self.second[flat] = other
         self.to_documents = np.ascontiguousarray(to_documents.T)
         del to_documents
-        others = np.setdiff1d(np.arange(len(inputs.vectors)), self.vocabulary)
-        query_filled = np.diff(query_weights.indptr) > 0
-        if query_filled.any() and len(others):
-            self.to_queries[np.ix_(query_filled, others)] = _nearest_word(
-                inputs,
-                others,
-                query_weights.indices.astype(np.int64),
-                query_weights.indptr[:-1][query_filled],
-            )
 
-        # OMR: each word's distance to the nearest other word of its document, and which
-        # documents hold each word (CSC of the weights, with the CSR position of each entry)
-        self.second = nearest_other_word(inputs, weights)
+        # OMR: which documents hold each word (CSC of the weights, with the CSR position of
+        # each entry)
         at_csr = sp.csr_matrix(
             (np.arange(1, weights.nnz + 1), weights.indices, weights.indptr), shape=weights.shape
         ).tocsc()
