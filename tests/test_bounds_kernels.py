@@ -117,7 +117,7 @@ def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entr
     indptr = np.cumsum([0] + [len(b) for b in back])
     indices = np.array([p for b in back for p in b], dtype=np.int64)
     near, toward, rows, other = bounds._nearest_words(inputs, words, flat, starts, indptr, indices)
-    np.testing.assert_array_equal(near, bounds._nearest_word(inputs, words, flat, starts))
+    np.testing.assert_array_equal(near.T, bounds._nearest_word(inputs, words, flat, starts))
     np.testing.assert_array_equal(rows, np.unique(flat))
 
     def cost(v, w):

@@ -215,7 +215,7 @@ def _nearest_word(
     """float32 [len(starts), len(words)]: for each group of vocabulary rows (``flat``
     concatenated, group g starting at ``starts[g]``; no empty group), the distance from
     each of ``words`` to the group's nearest word (:func:`_nearest_words`' first part)."""
-    return _nearest_words(inputs, words, flat, starts)[0]
+    return _nearest_words(inputs, words, flat, starts)[0].T
 
 
 def _nearest_words(
@@ -229,12 +229,14 @@ def _nearest_words(
     """The nearest-word tables of :class:`LowerBounds`, from one distance block.
 
     ``words``: sorted distinct vocabulary rows; ``flat`` / ``starts``: groups of
-    vocabulary rows (``flat`` concatenated, group g starting at ``starts[g]``; no empty
-    group, a group's words distinct); ``back_indptr`` / ``back_indices``: other groups,
+    vocabulary rows (``flat`` concatenated, group g starting at ``starts[g]``; a group's
+    words distinct); ``back_indptr`` / ``back_indices``: other groups,
     as CSR rows of positions into ``words`` (default: none). Returns
 
-    - float32 [len(starts), len(words)]: the distance from each of ``words`` to each
-      group's nearest word;
+    - float32 [len(words), len(starts)] (the layout of LowerBounds' products, written a
+      chunk of words at a time, so no transpose of the whole table is needed): the
+      distance from each of ``words`` to each group's nearest word (inf for an empty
+      group);
     - float32 [len(back_indptr) - 1, len(rows)]: the distance from each of ``rows`` to
       each back group's nearest word (inf for an empty group);
     - ``rows``, the distinct rows of ``flat``, int64;
@@ -261,7 +263,7 @@ def _nearest_words(
     # words), and every vocabulary row would cost V x V products per job.
     rows, at = np.unique(flat, return_inverse=True)
     at = at.astype(np.int64)
-    out = np.empty((len(starts), len(words)), dtype=np.float32)
+    out = np.empty((len(words), len(starts)), dtype=np.float32)
     toward = np.full((len(rows), len(back_indptr) - 1), np.inf, dtype=np.float32)
     other = np.full(len(flat), np.nan)
     if not len(starts) or not len(words):
@@ -291,7 +293,7 @@ def _nearest_words(
         del d
         block = np.empty((len(starts), len(chunk)), dtype=np.float32)
         _group_minimum(d32, at, starts, ends, block)
-        out[:, w0 : w0 + step] = block
+        out[w0 : w0 + step] = block.T
         inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
         _back_minimum(d32, back_group[inside], back_indices[inside] - w0, toward)
     return out, np.ascontiguousarray(toward.T), rows, other
@@ -379,28 +381,26 @@ class LowerBounds:
         # of every word to the nearest word of each query; and for OMR each query word's
         # distance to the nearest other word of every document holding it. All three
         # from one distance block: every document word x the query words.
-        to_documents = np.zeros((inputs.n, len(self.vocabulary)), dtype=np.float32)
+        self.to_documents = np.zeros((len(self.vocabulary), inputs.n), dtype=np.float32)
         self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
         # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it)
         self.second = np.full(weights.nnz, np.nan)
         if len(self.filled) and len(self.vocabulary):
-            filled_starts = weights.indptr[self.filled]
-            flat = _ranges(filled_starts, weights.indptr[self.filled + 1])
+            # every document a group (an empty one's nearest word is inf: set to 0)
             near, toward, rows, other = _nearest_words(
                 inputs,
                 self.vocabulary,
-                weights.indices[flat].astype(np.int64),
-                np.searchsorted(flat, filled_starts),
+                weights.indices.astype(np.int64),
+                weights.indptr[:-1],
                 self.local.indptr,
                 self.local.indices,
             )
-            to_documents[self.filled] = near
+            near[:, inputs.empty] = 0.0
+            self.to_documents = near
             self.to_queries[:, rows] = toward
             # an empty query has no nearest word: its (unused) row stays 0
             self.to_queries[np.diff(self.local.indptr) == 0] = 0.0
-            self.second[flat] = other
-        self.to_documents = np.ascontiguousarray(to_documents.T)
-        del to_documents
+            self.second = other
 
         # OMR: which documents hold each word (CSC of the weights, with the CSR position of
         # each entry)
