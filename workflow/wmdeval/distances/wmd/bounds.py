@@ -241,8 +241,8 @@ def _nearest_words(
       each back group's nearest word (inf for an empty group);
     - ``rows``, the distinct rows of ``flat``, int64;
     - float64 [len(flat)]: per entry of ``flat`` whose word is one of ``words``, the
-      distance to the nearest other word of its group (inf in a one-word group); NaN for
-      the other entries.
+      distance to the nearest other word of its group (inf in a one-word group; from the
+      float32 table, like the others); NaN for the other entries.
 
     The distances from the distinct rows of ``flat`` to a chunk of ``words`` (at most
     MAX_ENTRIES entries) are one product; :func:`_group_minimum` then takes each group's
@@ -275,28 +275,46 @@ def _nearest_words(
     step = max(1, MAX_ENTRIES // len(rows))
     for w0 in range(0, len(words), step):
         chunk = words[w0 : w0 + step]
-        d = word_costs(
-            inputs.ground_cost,
+        # word_costs' arithmetic and the cast to float32 in one pass over the products
+        d32 = np.empty((len(rows), len(chunk)), dtype=np.float32)
+        _costs32(
             vectors @ inputs.vectors[chunk].T,
             sq_norms,
             inputs.sq_norms[chunk],
+            inputs.ground_cost == "cosine",
+            d32,
         )
         # a word's cost to itself is exactly 0, as in word_distances (both sorted, unique)
         _, same_row, same_word = np.intersect1d(
             rows, chunk, assume_unique=True, return_indices=True
         )
-        d[same_row, same_word] = 0.0
+        d32[same_row, same_word] = 0.0
         column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
         column[same_row] = same_word
-        _other_minimum(d, at, starts, ends, column, other)
-        d32 = d.astype(np.float32)
-        del d
+        _other_minimum(d32, at, starts, ends, column, other)
         block = np.empty((len(starts), len(chunk)), dtype=np.float32)
         _group_minimum(d32, at, starts, ends, block)
         out[w0 : w0 + step] = block.T
         inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
         _back_minimum(d32, back_group[inside], back_indices[inside] - w0, toward)
     return out, np.ascontiguousarray(toward.T), rows, other
+
+
+@_kernel
+def _costs32(products, sq_a, sq_b, cosine, out):  # pragma: no cover - compiled
+    """out = float32(word_costs(products)): the same float64 operations in the same order
+    as :func:`~.solver.word_costs` (so the same values), in one pass instead of five and
+    a cast."""
+    for i in range(products.shape[0]):
+        for j in range(products.shape[1]):
+            if cosine:
+                v = max(1.0 - products[i, j], 0.0)
+            else:
+                v = products[i, j] * -2.0
+                v += sq_a[i]
+                v += sq_b[j]
+                v = np.sqrt(max(v, 0.0))
+            out[i, j] = v
 
 
 @_kernel
