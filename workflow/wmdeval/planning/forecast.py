@@ -388,6 +388,7 @@ TABLE_COLUMNS = (
     "bounds_share",
     "shared_share",
     "forecast_solves",
+    "forecast_cpu_seconds",
     "forecast_cpu_hours",
     "shards",
     "max_shard_runtime_min",
@@ -432,6 +433,7 @@ def table_rows(records: Sequence[Mapping]) -> list[dict]:
                 "bounds_share": round(m["bounds_share"], 3),
                 "shared_share": round(m["sharing"]["shared_share"], 3),
                 "forecast_solves": int(round(f["solves"])),
+                "forecast_cpu_seconds": round(f["cpu_seconds"], 1),
                 "forecast_cpu_hours": round(f["cpu_seconds"] / 3600, 3),
                 "shards": len(f["shards"]),
                 "max_shard_runtime_min": max((s["runtime"] for s in f["shards"]), default=0),
@@ -442,6 +444,7 @@ def table_rows(records: Sequence[Mapping]) -> list[dict]:
     total["dataset"] = "total"
     for key in ("queries", "sampled_queries", "forecast_solves", "shards"):
         total[key] = sum(row[key] for row in rows)
+    total["forecast_cpu_seconds"] = round(sum(r["forecast"]["cpu_seconds"] for r in records), 1)
     total["forecast_cpu_hours"] = round(
         sum(r["forecast"]["cpu_seconds"] for r in records) / 3600, 3
     )
