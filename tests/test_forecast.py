@@ -24,7 +24,13 @@ def test_forecast_totals_against_a_hand_computed_case():
         solve_share=0.5,
         shared_share=0.2,
         setup_seconds=3.0,
-        init_seconds_per_word=0.01,
+        # 1 s for 100 words, 2 s for 200: 0.01 s per word
+        bounds_setup={
+            "sample_vocabulary": 100,
+            "sample_cpu_seconds": 1.0,
+            "widest_shard_vocabulary": 200,
+            "widest_shard_cpu_seconds": 2.0,
+        },
         shards=[
             {"queries": 60, "work": 0.5, "vocabulary": 100},
             {"queries": 40, "work": 0.5, "vocabulary": 200},
@@ -61,7 +67,12 @@ def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win
         solve_share=1.0,
         shared_share=0.0,
         setup_seconds=0.0,
-        init_seconds_per_word=0.0,
+        bounds_setup={
+            "sample_vocabulary": 7,
+            "sample_cpu_seconds": 0.0,
+            "widest_shard_vocabulary": 7,
+            "widest_shard_cpu_seconds": 0.0,
+        },
         shards=[{"queries": 10, "work": 1.0, "vocabulary": 7}],
         threads=2,
         model_mem_mb=2000,
@@ -71,7 +82,22 @@ def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win
     # 600 s on 2 threads at 0.9 each: 333 s wall; 5 + 2 x 5.56 = 16.1 -> 17 minutes
     assert got["shards"][0]["runtime"] == 17 and got["shards"][0]["mem_mb"] == 2000
     with pytest.raises(ValueError):
-        forecast.forecast_totals(1, 1, 1, 0.5, 1.5, 0, 0, [], 1, 1, 1)
+        forecast.forecast_totals(1, 1, 1, 0.5, 1.5, 0, {}, [], 1, 1, 1)
+
+
+def test_the_bounds_set_up_is_the_line_through_its_two_timings():
+    timed = {
+        "sample_vocabulary": 1000,
+        "sample_cpu_seconds": 5.0,
+        "widest_shard_vocabulary": 9000,
+        "widest_shard_cpu_seconds": 13.0,
+    }
+    assert forecast.bounds_setup_seconds(timed, 5000) == pytest.approx(9.0)
+    assert forecast.bounds_setup_seconds(timed, 12000) == pytest.approx(16.0)
+    assert forecast.bounds_setup_seconds({**timed, "sample_cpu_seconds": 30.0}, 9000) == 13.0
+    assert forecast.bounds_setup_seconds({**timed, "sample_cpu_seconds": 30.0}, 100) > 0
+    same = {**timed, "widest_shard_vocabulary": 1000}
+    assert forecast.bounds_setup_seconds(same, 123) == 13.0
 
 
 def corpus(tmp_path, n=60, seed=4):

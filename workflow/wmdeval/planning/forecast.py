@@ -17,11 +17,12 @@ a seeded sample of the method's queries, and scales it to every query:
   sides is solved once, so a share ``s`` of visited pairs shared saves s/2 of the solves
   and of their CPU (the bounds are per query and are not shared);
 * **per job**: reading the inputs and preparing them, and the bounds' set-up for the
-  job's queries (:class:`~wmdeval.distances.wmd.bounds.LowerBounds`, timed on its own
-  here and scaled by the shard's query vocabulary against the sample's), are paid by
-  every shard; a per-query figure that included them would overestimate a shard of
-  many queries several times over (600 reviews: 2.5x). The kernels are loaded by an
-  untimed search of one query first.
+  job's queries (:class:`~wmdeval.distances.wmd.bounds.LowerBounds`: a fixed part and
+  one growing with the queries' vocabulary, timed on its own for the sample and for the
+  shard of the widest vocabulary, and interpolated between the two for each shard), are
+  paid by every shard; a per-query figure that included them would overestimate a
+  shard of many queries several times over (600 reviews: 2.5x). The kernels are loaded
+  by an untimed search of one query first.
 
 Each shard's CPU is its share of the queries' CPU (the larger of its share of the
 queries and its share of the estimated work by which :func:`query_shards` cuts them) plus
@@ -115,7 +116,7 @@ def forecast_totals(
     solve_share: float,
     shared_share: float,
     setup_seconds: float,
-    init_seconds_per_word: float,
+    bounds_setup: Mapping,
     shards: Sequence[Mapping],
     threads: int,
     model_mem_mb: int,
@@ -126,10 +127,9 @@ def forecast_totals(
     ``solve_share``: the share of a query's CPU spent in exact solves (the rest is
     bounds); ``shared_share``: the share of visited pairs that a co-query of the same
     shard visits too (each such pair is solved once, so s/2 of the solves are saved);
-    ``setup_seconds``: a job's reading and preparing its inputs;
-    ``init_seconds_per_word``: the bounds' set-up of a job per word of its queries'
-    vocabulary; ``shards``: per shard ``{"queries": int, "work": share of the estimated
-    work, "vocabulary": int}``.
+    ``setup_seconds``: a job's reading and preparing its inputs; ``bounds_setup``: the
+    bounds' set-up timed twice (:func:`bounds_setup_seconds`); ``shards``: per shard
+    ``{"queries": int, "work": share of the estimated work, "vocabulary": int}``.
     Returns ``{"solves", "cpu_seconds", "shards": [{"shard", "queries", "cpu_seconds",
     "runtime", "mem_mb"}]}``; runtime in minutes.
     """
@@ -138,10 +138,11 @@ def forecast_totals(
     saved = shared_share / 2.0
     solves = n_queries * solves_per_query * (1.0 - saved)
     query_cpu = n_queries * cpu_per_query * (1.0 - solve_share * saved)
-    per_shard = []
+    per_shard, fixed_total = [], 0.0
     for k, shard in enumerate(shards, start=1):
         share = max(shard["queries"] / n_queries if n_queries else 0.0, shard["work"])
-        fixed = setup_seconds + init_seconds_per_word * shard["vocabulary"]
+        fixed = setup_seconds + bounds_setup_seconds(bounds_setup, shard["vocabulary"])
+        fixed_total += fixed
         cpu = fixed + query_cpu * share
         wall = cpu / max(0.9 * threads, 1.0)
         per_shard.append(
@@ -153,26 +154,43 @@ def forecast_totals(
                 "mem_mb": int(max(model_mem_mb, math.ceil(PEAK_FACTOR * peak_mb))),
             }
         )
-    return {
-        "solves": solves,
-        "cpu_seconds": query_cpu
-        + sum(setup_seconds + init_seconds_per_word * s["vocabulary"] for s in shards),
-        "shards": per_shard,
-    }
+    return {"solves": solves, "cpu_seconds": query_cpu + fixed_total, "shards": per_shard}
+
+
+def bounds_setup_seconds(measured: Mapping, vocabulary: int) -> float:
+    """CPU seconds of a job's bounds' set-up for queries of ``vocabulary`` words: the
+    line through its two timings (``sample_vocabulary``, ``sample_cpu_seconds``) and
+    (``widest_shard_vocabulary``, ``widest_shard_cpu_seconds``), at least 0; the larger
+    timing if both vocabularies are equal."""
+    v0, t0 = measured["sample_vocabulary"], measured["sample_cpu_seconds"]
+    v1, t1 = measured["widest_shard_vocabulary"], measured["widest_shard_cpu_seconds"]
+    if v1 == v0:
+        return max(t0, t1)
+    return max(t0 + (t1 - t0) * (vocabulary - v0) / (v1 - v0), 0.0)
 
 
 # ------------------------------------------------------------------------ the measurement
 
 
-def sample_queries(roles, per_role: int, seed: int) -> np.ndarray:
-    """A seeded uniform sample (sorted positions) of the method's queries:
-    ``per_role`` per kind of query role (test, kNN and wkNN validation), all of them if
-    there are fewer. Uniform over the queries, so the per-query means are unbiased."""
+def sample_queries(roles, per_role: int, seed: int, sizes: np.ndarray) -> np.ndarray:
+    """A seeded sample (sorted positions) of the method's queries: ``per_role`` per kind
+    of query role (test, kNN and wkNN validation), all of them if there are fewer.
+    Systematic over the queries ordered by estimated work (``document_work`` of their
+    ``sizes``, ties by position) from a seeded random start, so every query has the same
+    chance and the sample spans long and short documents as the queries do: a per-query
+    mean over it is unbiased, with less of the spread a few long documents give a
+    simple random sample."""
     if not roles:
         return np.zeros(0, dtype=np.int64)
     queries = np.unique(np.concatenate([role.queries for role in roles]))
     size = min(len(queries), per_role * len({role.name for role in roles}))
-    return np.sort(np.random.default_rng(seed).choice(queries, size, replace=False))
+    if size == 0:
+        return np.zeros(0, dtype=np.int64)
+    ordered = queries[np.argsort(document_work(sizes[queries]), kind="stable")]
+    step = len(queries) / size
+    start = np.random.default_rng(seed).random() * step
+    picks = np.minimum((start + step * np.arange(size)).astype(np.int64), len(queries) - 1)
+    return np.sort(ordered[picks])
 
 
 def measure(
@@ -189,15 +207,21 @@ def measure(
         if roles
         else np.zeros(0, dtype=np.int64)
     )
-    sampled = sample_queries(roles, per_role, seed)
+    sampled = sample_queries(roles, per_role, seed, inputs.sizes)
     tasks = search.query_tasks(roles, inputs.empty, sampled)
     if len(sampled):
         # untimed: loads (or compiles) the bounds' kernels, as every job does once
         search.search_queries(inputs, {int(sampled[0]): tasks[int(sampled[0])]}, threads)
-    # the bounds' set-up, paid once per job and growing with its queries' vocabulary
+    # the bounds' set-up, paid once per job: timed for the sample and for the shard of
+    # the largest query vocabulary (the set-up has a fixed part and one growing with it)
     cpu0 = time.process_time()
     LowerBounds(inputs, sampled)
     init = time.process_time() - cpu0
+    shards = search.query_shards(inputs.sizes, queries, n_shards)
+    widest = max(shards, key=lambda shard: _vocabulary(inputs, shard))
+    cpu0 = time.process_time()
+    LowerBounds(inputs, widest)
+    widest_init = time.process_time() - cpu0
     stats = search.SearchStats()
     cpu0 = time.process_time()
     pairs, _ = search.search_queries(inputs, tasks, threads, stats)
@@ -207,7 +231,7 @@ def measure(
 
     # sharing: the solved pairs (q, c) whose c is a query of q's shard ranking q
     shard_of = np.full(inputs.n, -1, dtype=np.int64)
-    for k, shard in enumerate(search.query_shards(inputs.sizes, queries, n_shards)):
+    for k, shard in enumerate(shards):
         shard_of[shard] = k
     q_pos = np.searchsorted(inputs.doc_ids, pairs.column("query").to_numpy())
     c_pos = np.searchsorted(inputs.doc_ids, pairs.column("candidate").to_numpy())
@@ -248,9 +272,12 @@ def measure(
         "solves": int(stats.solves),
         "solves_per_query": stats.solves / m,
         "cpu_seconds": cpu,
-        "bounds_setup_cpu_seconds": init,
-        "sample_vocabulary": vocabulary,
-        "bounds_setup_seconds_per_word": init / vocabulary if vocabulary else 0.0,
+        "bounds_setup": {
+            "sample_vocabulary": vocabulary,
+            "sample_cpu_seconds": init,
+            "widest_shard_vocabulary": _vocabulary(inputs, widest),
+            "widest_shard_cpu_seconds": widest_init,
+        },
         "cpu_seconds_per_query": per_query / m,
         "bounds_share": bounds / per_query if per_query > 0 else 0.0,
         "sharing": {
@@ -327,7 +354,7 @@ def run_forecast(
         solve_share=solve_share,
         shared_share=measured["sharing"]["shared_share"],
         setup_seconds=setup,
-        init_seconds_per_word=measured["bounds_setup_seconds_per_word"],
+        bounds_setup=measured["bounds_setup"],
         shards=shard_shares(inputs, queries, n_shards),
         threads=threads,
         model_mem_mb=model,
@@ -495,6 +522,7 @@ def run_forecast_table(paths: Sequence, expected: Mapping | None, out_path) -> N
 
 __all__ = [
     "forecast_totals",
+    "bounds_setup_seconds",
     "shard_shares",
     "sample_queries",
     "measure",
