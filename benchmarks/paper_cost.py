@@ -164,11 +164,12 @@ def plan(args) -> None:
         f"{paper_scale.DIM}-d unit vectors, {args.threads} thread(s), workdir {workdir}",
         flush=True,
     )
-    lines = [
+    print(
         "| dataset | source | docs | words/doc | method | full: pairs | full: ms/pair | "
-        "full CPU h | knn: queries | knn: solves/query | knn: shared | knn CPU h (forecast) |",
+        "full CPU h | knn: queries | knn: solves/query | knn: shared | knn CPU h (forecast) |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        flush=True,
+    )
     totals = {"full": 0.0, "knn": 0.0, "plan": 0.0}
     per_dataset = []
     for name in args.datasets:
@@ -203,11 +204,12 @@ def plan(args) -> None:
             )
             knn = 2 * record["forecast"]["cpu_seconds"]  # original and clean
             m = record["measured"]
-            lines.append(
+            print(
                 f"| {name} | {source} | {n:,} | {inputs.sizes.mean():.1f} | {slug} | "
                 f"{matrices} x {pairs:,} | {1e3 * seconds:.3f} | {full / 3600:.2f} | "
                 f"{m['queries']:,} | {m['solves_per_query']:.1f} | "
-                f"{100 * m['sharing']['shared_share']:.1f} % | {knn / 3600:.2f} |"
+                f"{100 * m['sharing']['shared_share']:.1f} % | {knn / 3600:.2f} |",
+                flush=True,
             )
             full_h += full / 3600
             knn_h += knn / 3600
@@ -216,11 +218,10 @@ def plan(args) -> None:
         totals["plan"] += knn_h if mode == "knn" else full_h
         per_dataset.append((name, source, mode, full_h, knn_h))
         print(
-            f"  {name}: {source}, {n:,} documents: full {full_h:.2f} CPU-h, knn "
-            f"{knn_h:.2f} CPU-h ({time.perf_counter() - started:.0f} s)",
+            f"|   {name}: {source}, {n:,} documents, all methods: full {full_h:.2f} CPU-h, "
+            f"knn {knn_h:.2f} CPU-h ({time.perf_counter() - started:.0f} s) |",
             flush=True,
         )
-    print("\n".join(lines))
     print()
     print("| dataset | source | mode (paper.yaml) | full CPU h | knn CPU h | plan CPU h |")
     print("|---|---|---|---|---|---|")
@@ -344,7 +345,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shards", type=int, default=1, help="wmd.search_shards (paper: 1)")
     parser.add_argument("--queries-per-role", type=int, default=10)
-    parser.add_argument("--pairs", type=int, default=1000, help="pairs timed per method")
+    parser.add_argument("--pairs", type=int, default=300, help="pairs timed per method")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help="forecast against measured")
     parser.add_argument("--check-documents", type=int, default=2000)
