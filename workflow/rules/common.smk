@@ -21,6 +21,7 @@ from wmdeval.planning.modes import dataset_mode, planned_documents
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
     search_resources as wmd_search_resources,
+    forecast_resources as wmd_forecast_resources,
     gather_mem_mb,
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
     embedding_matrix_mem_mb,
@@ -262,10 +263,31 @@ SEARCH_SHARDS = [
 ]
 
 
-def search_resources(documents, shard, threads, attempt):
-    """mem_mb and runtime of one neighbour-search job ("2-of-4")."""
+def search_resources(input, shard, threads, attempt):
+    """mem_mb and runtime of one neighbour-search job ("2-of-4"): its method's cost
+    forecast (rule wmd_forecast) once that exists, else the work model (a dry run)."""
+    forecast = wmd_forecast_resources(input.forecast, shard, attempt)
+    if forecast is not None:
+        return forecast
     n_shards = int(shard.split("-of-")[1])
-    return wmd_search_resources(documents, n_shards, threads, attempt)
+    return wmd_search_resources(input.documents, n_shards, threads, attempt)
+
+
+def forecast_file(dataset, variant, slug):
+    """knn mode: the cost forecast of a method's neighbour search."""
+    return f"results/{dataset}/{variant}/forecast/{slug}.json"
+
+
+def planned_forecasts():
+    """Every cost forecast of this run: each transport method of each variant of the
+    datasets in knn mode, as (dataset, variant, slug)."""
+    return [
+        (d, v, slug)
+        for d in DATASETS
+        if wmd_mode(d) == "knn"
+        for v in VARIANTS
+        for slug in WMD_SLUGS
+    ]
 
 
 def wmd_embeddings(wildcards):
@@ -465,6 +487,8 @@ def final_outputs():
     outputs += expand("results/figures/figure3_{variant}.png", variant=VARIANTS)
     outputs += expand("results/figures/figure4_{variant}.png", variant=VARIANTS)
     outputs += expand("results/figures/figure5_{variant}.png", variant=VARIANTS)
+    if planned_forecasts():
+        outputs.append("results/tables/cost_forecast.tsv")
     return outputs
 
 

@@ -143,6 +143,8 @@ rule wmd_search:
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
         embeddings=wmd_embeddings,
+        # its mem_mb and runtime; ancient: a new forecast (timings) reruns no search
+        forecast=ancient("results/{dataset}/{variant}/forecast/{method}.json"),
     output:
         pairs="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.parquet",
         certificates="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.certificates.parquet",
@@ -154,11 +156,12 @@ rule wmd_search:
         "../../envs/wmdeval.yaml"
     threads: config["wmd"]["threads"]
     resources:
+        # from the method's cost forecast (wmd_forecast); doubled on each retry
         mem_mb=lambda wildcards, input, threads, attempt: search_resources(
-            input.documents, wildcards.shard, threads, attempt
+            input, wildcards.shard, threads, attempt
         )["mem_mb"],
         runtime=lambda wildcards, input, threads, attempt: search_resources(
-            input.documents, wildcards.shard, threads, attempt
+            input, wildcards.shard, threads, attempt
         )["runtime"],
     params:
         weighting=transport_weighting,
@@ -169,6 +172,46 @@ rule wmd_search:
         " --settings {params.settings:q} --shard {wildcards.shard} --threads {threads}"
         " --out-pairs {output.pairs}"
         " --out-certificates {output.certificates} 2> {log}"
+
+
+# knn mode: before any search shard runs, a timed seeded sample of the method's queries
+# (wmd.forecast_queries per query role, wmd.forecast_seed), searched as the shards search,
+# forecasts the whole search's solves and CPU and each shard's runtime and mem_mb, which
+# the wmd_search jobs request (workflow/wmdeval/planning/forecast.py).
+rule wmd_forecast:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        splits="results/{dataset}/{variant}/splits.parquet",
+        embeddings=wmd_embeddings,
+    output:
+        "results/{dataset}/{variant}/forecast/{method}.json",
+    log:
+        logged("{dataset}/{variant}/forecast/{method}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/forecast/{method}")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: config["wmd"]["threads"]
+    resources:
+        # what one search shard holds (the sample's bounds are no larger)
+        mem_mb=lambda wildcards, input, threads, attempt: wmd_search_resources(
+            input.documents, config["wmd"]["search_shards"], threads, attempt
+        )["mem_mb"],
+        runtime=lambda wildcards, attempt: 30 * attempt,
+    params:
+        weighting=transport_weighting,
+        settings=spec_json(config["evaluation"]),
+        shards=config["wmd"]["search_shards"],
+        queries=config["wmd"]["forecast_queries"],
+        seed=config["wmd"]["forecast_seed"],
+    shell:
+        "wmdeval wmd-forecast --documents {input.documents} --splits {input.splits}"
+        " --embeddings {input.embeddings} --weighting {params.weighting}"
+        " --settings {params.settings:q} --shards {params.shards} --threads {threads}"
+        " --queries-per-role {params.queries} --seed {params.seed}"
+        " --checks {params.queries} --dataset {wildcards.dataset}"
+        " --variant {wildcards.variant} --method {wildcards.method} --out {output}"
+        " 2> {log}"
 
 
 rule wmd_neighbours:

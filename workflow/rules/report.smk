@@ -90,6 +90,33 @@ rule tables:
         " --alpha {params.alpha} 2> {log}"
 
 
+# knn mode: what the neighbour searches of this run will cost, from each method's
+# forecast (rule wmd_forecast); cheap to get before any search runs:
+# snakemake --cores 2 results/tables/cost_forecast.tsv
+rule cost_forecast:
+    input:
+        [forecast_file(d, v, slug) for d, v, slug in planned_forecasts()],
+    output:
+        "results/tables/cost_forecast.tsv",
+    log:
+        logged("tables/cost_forecast"),
+    benchmark:
+        benchmarked("tables/cost_forecast")
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        expect=spec_json(
+            {"forecasts": [f"{d}/{v}/{slug}" for d, v, slug in planned_forecasts()]}
+        ),
+    shell:
+        "wmdeval cost-forecast-table --forecasts {input} --expect {params.expect:q}"
+        " --out {output} 2> {log}"
+
+
 rule figure3:
     input:
         "results/scores.parquet",

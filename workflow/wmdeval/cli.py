@@ -357,6 +357,27 @@ COMMANDS: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "wmd-forecast",
+        "planning.forecast:run_forecast",
+        "time a seeded sample of a method's queries and forecast its whole search (knn mode)",
+        (
+            path("--documents", "documents_path"),
+            path("--splits", "splits_path"),
+            path("--embeddings", "embeddings_path"),
+            Arg("--weighting", "weighting", "bow, tfidf or wrd (Word Rotator's Distance)"),
+            Arg("--settings", "settings", "the evaluation config (JSON): query roles", json_value),
+            Arg("--shards", "n_shards", "wmd.search_shards", int),
+            Arg("--threads", "threads", "search threads", int),
+            Arg("--queries-per-role", "queries_per_role", "wmd.forecast_queries", int),
+            SEED,
+            Arg("--checks", "checks", "other queries searched to measure shared pairs", int),
+            path("--dataset", "dataset"),
+            path("--variant", "variant"),
+            path("--method", "method", "the method's slug"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
         "wmd-neighbours",
         "distances.wmd.search:run_merge",
         "combine a method's search shards into its neighbour table",
@@ -510,6 +531,19 @@ COMMANDS: tuple[Command, ...] = (
         (
             path("--predictions", "paths", nargs="*"),
             expect("the predictions (dataset, variant, method, classifier)"),
+            path("--out", "out_path"),
+        ),
+    ),
+    Command(
+        "cost-forecast-table",
+        "planning.forecast:run_forecast_table",
+        "every knn search's cost forecast in one table (results/tables/cost_forecast.tsv)",
+        (
+            path("--forecasts", "paths", nargs="+"),
+            expect(
+                'the forecasts ({"forecasts": ["dataset/variant/method", ...]})',
+                required=True,
+            ),
             path("--out", "out_path"),
         ),
     ),

@@ -141,6 +141,31 @@ def search_resources(
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
+def forecast_resources(forecast_path, shard: str, attempt: int = 1) -> dict[str, int] | None:
+    """``{"mem_mb", "runtime"}`` of search shard ``shard`` ("2-of-4") as its method's
+    forecast (``wmd_forecast``, :mod:`wmdeval.planning.forecast`) gives them, doubled per
+    retry; None before the forecast exists (a dry run). A forecast without the shard
+    (another ``wmd.search_shards``) stops with one line naming the file."""
+    import json
+
+    try:
+        with open(forecast_path, encoding="utf-8") as stream:
+            record = json.load(stream)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise WmdevalError(f"{forecast_path}: not a readable forecast ({exc})") from None
+    try:
+        entry = next(s for s in record["forecast"]["shards"] if s["shard"] == shard)
+        mem_mb, runtime = int(entry["mem_mb"]), int(entry["runtime"])
+    except (KeyError, TypeError, ValueError, StopIteration):
+        raise WmdevalError(
+            f"{forecast_path}: the forecast has no mem_mb and runtime for shard {shard}"
+        ) from None
+    factor = 2 ** (attempt - 1)
+    return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
+
+
 def _n_documents(documents_path, planned: int | None = None) -> int | None:
     """Rows of a documents file; before it exists (a dry run) or if not Parquet, the
     documents ``planned`` for it (:func:`wmdeval.planning.modes.planned_documents`: from

@@ -1,0 +1,323 @@
+"""The knn search's cost forecast (wmdeval.planning.forecast): arithmetic, job and table."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from test_search import five_folds, labelled
+from test_wmd import random_corpus
+
+from wmdeval import cli
+from wmdeval.core import io, schemas
+from wmdeval.core.errors import WmdevalError
+from wmdeval.core.roles import query_roles
+from wmdeval.distances.wmd import search, solver
+from wmdeval.planning import forecast, resources
+
+
+def test_forecast_totals_against_a_hand_computed_case():
+    got = forecast.forecast_totals(
+        n_queries=100,
+        solves_per_query=10.0,
+        cpu_per_query=2.0,
+        solve_share=0.5,
+        shared_share=0.2,
+        setup_seconds=3.0,
+        # 1 s for 100 words, 2 s for 200: 0.01 s per word
+        bounds_setup={
+            "sample_vocabulary": 100,
+            "sample_cpu_seconds": 1.0,
+            "widest_shard_vocabulary": 200,
+            "widest_shard_cpu_seconds": 2.0,
+        },
+        shards=[
+            {"queries": 60, "work": 0.5, "vocabulary": 100},
+            {"queries": 40, "work": 0.5, "vocabulary": 200},
+        ],
+        threads=1,
+        model_mem_mb=1000,
+        peak_mb=900.0,
+    )
+    # a shared pair is solved once: 10 % of the solves saved, and half of each query's
+    # CPU is solves: 100 x 2 x (1 - 0.5 x 0.1) = 190 s of queries
+    assert got["solves"] == pytest.approx(900.0)
+    # + per shard 3 s set-up and 0.01 s per word: 4 s and 5 s
+    assert got["cpu_seconds"] == pytest.approx(190.0 + 4.0 + 5.0)
+    first, second = got["shards"]
+    # shard 1: the larger of 60 % of the queries and 50 % of the work -> 4 + 114 s;
+    # 5 + 2 x 118 / 60 = 8.93 -> 9 minutes; 1.3 x 900 = 1170 MB > the model's 1000
+    assert first == {
+        "shard": "1-of-2",
+        "queries": 60,
+        "cpu_seconds": pytest.approx(118.0),
+        "runtime": 9,
+        "mem_mb": 1170,
+    }
+    # shard 2: 50 % of the work -> 5 + 95 s; 5 + 2 x 100 / 60 = 8.33 -> 9
+    assert second["cpu_seconds"] == pytest.approx(100.0)
+    assert second["runtime"] == 9 and second["mem_mb"] == 1170
+
+
+def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win():
+    got = forecast.forecast_totals(
+        n_queries=10,
+        solves_per_query=5.0,
+        cpu_per_query=60.0,
+        solve_share=1.0,
+        shared_share=0.0,
+        setup_seconds=0.0,
+        bounds_setup={
+            "sample_vocabulary": 7,
+            "sample_cpu_seconds": 0.0,
+            "widest_shard_vocabulary": 7,
+            "widest_shard_cpu_seconds": 0.0,
+        },
+        shards=[{"queries": 10, "work": 1.0, "vocabulary": 7}],
+        threads=2,
+        model_mem_mb=2000,
+        peak_mb=100.0,
+    )
+    assert got["solves"] == 50.0 and got["cpu_seconds"] == 600.0
+    # 600 s on 2 threads at 0.9 each: 333 s wall; 5 + 2 x 5.56 = 16.1 -> 17 minutes
+    assert got["shards"][0]["runtime"] == 17 and got["shards"][0]["mem_mb"] == 2000
+    with pytest.raises(ValueError):
+        forecast.forecast_totals(1, 1, 1, 0.5, 1.5, 0, {}, [], 1, 1, 1)
+
+
+def test_the_bounds_set_up_is_the_line_through_its_two_timings():
+    timed = {
+        "sample_vocabulary": 1000,
+        "sample_cpu_seconds": 5.0,
+        "widest_shard_vocabulary": 9000,
+        "widest_shard_cpu_seconds": 13.0,
+    }
+    assert forecast.bounds_setup_seconds(timed, 5000) == pytest.approx(9.0)
+    assert forecast.bounds_setup_seconds(timed, 12000) == pytest.approx(16.0)
+    assert forecast.bounds_setup_seconds({**timed, "sample_cpu_seconds": 30.0}, 9000) == 13.0
+    assert forecast.bounds_setup_seconds({**timed, "sample_cpu_seconds": 30.0}, 100) > 0
+    same = {**timed, "widest_shard_vocabulary": 1000}
+    assert forecast.bounds_setup_seconds(same, 123) == 13.0
+
+
+def corpus(tmp_path, n=60, seed=4):
+    docs, emb = random_corpus(seed, n, n_words=50, dim=6, max_len=14)
+    docs = labelled(docs)
+    splits = five_folds(n, seed)
+    paths = {
+        "documents": tmp_path / "documents.parquet",
+        "splits": tmp_path / "splits.parquet",
+        "embeddings": tmp_path / "embeddings.parquet",
+    }
+    io.write_table(docs, paths["documents"], schemas.DOCUMENTS)
+    io.write_table(splits, paths["splits"], schemas.SPLITS)
+    io.write_table(emb, paths["embeddings"])
+    return docs, emb, splits, paths
+
+
+def forecast_args(paths, out, shards=2, seed=0, per_role=4, variant="original"):
+    return [
+        "wmd-forecast",
+        "--documents",
+        str(paths["documents"]),
+        "--splits",
+        str(paths["splits"]),
+        "--embeddings",
+        str(paths["embeddings"]),
+        "--weighting",
+        "bow",
+        "--settings",
+        "{}",
+        "--shards",
+        str(shards),
+        "--threads",
+        "1",
+        "--queries-per-role",
+        str(per_role),
+        "--seed",
+        str(seed),
+        "--checks",
+        "3",
+        "--dataset",
+        "tiny",
+        "--variant",
+        variant,
+        "--method",
+        "wmd",
+        "--out",
+        str(out),
+    ]
+
+
+def test_the_forecast_job_on_a_tiny_corpus(tmp_path):
+    docs, emb, splits, paths = corpus(tmp_path)
+    out = tmp_path / "forecast" / "wmd.json"
+    assert cli.main(forecast_args(paths, out)) == 0
+    record = json.loads(out.read_text())
+    inputs = solver.prepare(docs, emb, "bow")
+    roles = query_roles(io.fold_indices(splits, inputs.doc_ids), inputs.empty, None)
+    queries = np.unique(np.concatenate([r.queries for r in roles]))
+    m = record["measured"]
+    # 4 per kind of role (test, knn- and wknn-validation), from every query of the method
+    assert m["queries"] == len(queries) and m["sampled_queries"] == 12
+    assert set(m["sampled_doc_ids"]) <= set(inputs.doc_ids[queries].tolist())
+    assert m["solves_per_query"] == m["solves"] / 12
+    assert 0 <= m["bounds_share"] <= 1 and 0 <= m["sharing"]["shared_share"] <= 1
+    assert "timings" in record["note"]  # which fields vary from run to run
+    f = record["forecast"]
+    assert [s["shard"] for s in f["shards"]] == ["1-of-2", "2-of-2"]
+    assert sum(s["queries"] for s in f["shards"]) == len(queries)
+    assert all(s["runtime"] >= forecast.RUNTIME_FLOOR and s["mem_mb"] > 0 for s in f["shards"])
+    # the same seed draws the same sample, and its solves and sharing are the same
+    again = tmp_path / "again.json"
+    assert cli.main(forecast_args(paths, again)) == 0
+    second = json.loads(again.read_text())["measured"]
+    for key in ("sampled_doc_ids", "solves", "sharing"):
+        assert second[key] == m[key]
+    # the wmd_search jobs take their resources from it, doubled per retry
+    assert resources.forecast_resources(out, "2-of-2", attempt=2) == {
+        "mem_mb": 2 * f["shards"][1]["mem_mb"],
+        "runtime": 2 * f["shards"][1]["runtime"],
+    }
+
+
+def test_the_forecast_counts_solves_the_way_the_shards_do(tmp_path):
+    """Every query sampled: the forecast's solves are the searched shards' own (the
+    per-query sample shares nothing; the sharing correction takes the rest)."""
+    docs, emb, splits, paths = corpus(tmp_path, n=40, seed=7)
+    out = tmp_path / "wmd.json"
+    assert cli.main(forecast_args(paths, out, shards=1, per_role=1000)) == 0
+    record = json.loads(out.read_text())
+    inputs = solver.prepare(docs, emb, "bow")
+    stats = search.SearchStats()
+    search.search_shard(inputs, io.fold_indices(splits, inputs.doc_ids), None, 0, 1, 1, stats)
+    assert record["measured"]["sampled_queries"] == record["measured"]["queries"]
+    assert record["measured"]["solves"] == stats.solves
+
+
+def test_bad_input_stops_with_one_line_and_no_file(tmp_path, capsys):
+    _, _, _, paths = corpus(tmp_path)
+    out = tmp_path / "wmd.json"
+    assert cli.main(forecast_args(paths, out, shards=0)) == 1
+    assert "shards must be >= 1" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".*tmp"))
+
+
+def test_forecast_resources_before_and_with_a_forecast(tmp_path):
+    path = tmp_path / "wmd.json"
+    assert resources.forecast_resources(path, "1-of-1") is None  # a dry run
+    path.write_text('{"forecast": {"shards": [{"shard": "1-of-1", "mem_mb": 700, "runtime": 9}]}}')
+    assert resources.forecast_resources(path, "1-of-1") == {"mem_mb": 700, "runtime": 9}
+    assert resources.forecast_resources(path, "1-of-1", attempt=3) == {
+        "mem_mb": 2800,
+        "runtime": 36,
+    }
+    with pytest.raises(WmdevalError, match=r"wmd.json: the forecast has no .* shard 2-of-4"):
+        resources.forecast_resources(path, "2-of-4")
+    path.write_text("{not json")
+    with pytest.raises(WmdevalError, match="wmd.json: not a readable forecast"):
+        resources.forecast_resources(path, "1-of-1")
+
+
+def test_the_summary_table_covers_exactly_the_plans_forecasts(tmp_path, capsys):
+    _, _, _, paths = corpus(tmp_path)
+    original, clean = tmp_path / "original.json", tmp_path / "clean.json"
+    assert cli.main(forecast_args(paths, original)) == 0
+    assert cli.main(forecast_args(paths, clean, variant="clean")) == 0
+    table = tmp_path / "cost_forecast.tsv"
+    expect = json.dumps({"forecasts": ["tiny/original/wmd", "tiny/clean/wmd"]})
+    argv = ["cost-forecast-table", "--forecasts", str(original), str(clean)]
+    assert cli.main([*argv, "--expect", expect, "--out", str(table)]) == 0
+    lines = [line.split("\t") for line in table.read_text().splitlines()]
+    assert tuple(lines[0]) == forecast.TABLE_COLUMNS
+    assert [row[:3] for row in lines[1:]] == [
+        ["tiny", "original", "wmd"],
+        ["tiny", "clean", "wmd"],
+        ["total", "", ""],
+    ]
+    hours = [json.loads(p.read_text())["forecast"]["cpu_seconds"] / 3600 for p in (original, clean)]
+    column = forecast.TABLE_COLUMNS.index("forecast_cpu_hours")
+    assert math.isclose(float(lines[3][column]), round(sum(hours), 3))
+    # a forecast the plan has but the inputs lack: one line, nothing written
+    table.unlink()
+    more = json.dumps({"forecasts": ["tiny/original/wmd", "tiny/clean/wmd", "tiny/clean/wrd"]})
+    assert cli.main([*argv, "--expect", more, "--out", str(table)]) == 1
+    assert "no forecast of tiny/clean/wrd" in capsys.readouterr().err
+    assert not table.exists()
+    # and one it does not plan
+    fewer = json.dumps({"forecasts": ["tiny/original/wmd"]})
+    assert cli.main([*argv, "--expect", fewer, "--out", str(table)]) == 1
+    assert "clean.json: a forecast of tiny/clean/wmd" in capsys.readouterr().err
+    # not a forecast
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    argv = ["cost-forecast-table", "--forecasts", str(bad), "--expect", fewer]
+    assert cli.main([*argv, "--out", str(table)]) == 1
+    assert "bad.json: not a forecast" in capsys.readouterr().err
+
+
+KNN_CONFIG = """\
+run: [subjects]
+variants: [original]
+pca_dims: []
+all_words: false
+wmd:
+  mode: knn
+  search_shards: 2
+  forecast_queries: 5
+"""
+
+
+@pytest.mark.e2e
+def test_search_jobs_request_what_the_forecast_says(tmp_path):
+    """The demo's subject lines in knn mode: a dry run plans a forecast per transport
+    method and the summary table; run, every search job declares the runtime and mem_mb
+    of its shard in its method's forecast."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "knn.yaml").write_text(KNN_CONFIG)
+    command = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--cores", "2"]
+    command += ["--configfile", str(repo / "config" / "config.yaml"), "knn.yaml", "--"]
+    targets = ["results/tables/cost_forecast.tsv"] + [
+        f"results/subjects/original/neighbour_shards/wmd/{k}-of-2.parquet" for k in (1, 2)
+    ]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def snakemake(*extra):
+        return subprocess.run(
+            [*command[:-1], *extra, "--", *targets],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+
+    plan = snakemake("-n")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    counts = dict(
+        line.split()[:2]
+        for line in plan.stdout.splitlines()
+        if line.split()[:1] in (["wmd_forecast"], ["cost_forecast"], ["wmd_search"])
+    )
+    assert counts == {"wmd_forecast": "3", "cost_forecast": "1", "wmd_search": "2"}
+    run = snakemake()
+    assert run.returncode == 0, run.stderr[-3000:]
+    shards = json.loads((tmp_path / "results/subjects/original/forecast/wmd.json").read_text())
+    shards = {s["shard"]: s for s in shards["forecast"]["shards"]}
+    declared = {}
+    for block in run.stderr.split("rule wmd_search:")[1:]:
+        shard = block.split("--shard ")[1].split()[0]
+        resources_line = next(x for x in block.splitlines() if "resources:" in x)
+        declared[shard] = dict(
+            item.split("=", 1) for item in resources_line.split(": ", 1)[1].split(", ")
+        )
+    assert set(declared) == {"1-of-2", "2-of-2"}
+    for shard, values in declared.items():
+        assert int(values["runtime"]) == shards[shard]["runtime"]
+        assert int(values["mem_mb"]) == shards[shard]["mem_mb"]
+    table = (tmp_path / "results/tables/cost_forecast.tsv").read_text().splitlines()
+    assert [line.split("\t")[2] for line in table[1:]] == ["wmd", "wmd-tfidf", "wrd", ""]
