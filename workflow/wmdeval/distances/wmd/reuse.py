@@ -36,10 +36,16 @@ class KnownPairs(Mapping):
             raise ValueError("pair ids must be strictly increasing")
 
     def __getitem__(self, pair: int) -> float:
+        value = self.get(pair)
+        if value is None:
+            raise KeyError(pair)
+        return value
+
+    def get(self, pair: int, default=None):
         at = int(np.searchsorted(self._keys, pair))
         if at < len(self._keys) and self._keys[at] == pair:
             return float(self._values[at])
-        raise KeyError(pair)
+        return default
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._keys.tolist())
@@ -97,8 +103,6 @@ def known_pairs(pairs: pa.Table, doc_ids: np.ndarray, what: str) -> KnownPairs:
             "has two different distances"
         )
     return KnownPairs(key[first], distance[first])
-
-
 
 
 def read_known(pairs_path, documents_path, documents: pa.Table) -> KnownPairs:

@@ -158,10 +158,11 @@ def search_queries(
 
     ``known``: exact distances solved before (pair id min * n + max over positions ->
     the distance :func:`~.solver.solve_pair` gives, e.g. the original variant's,
-    :mod:`.reuse`), taken instead of a solve. Only a query still collecting its first
-    POTENTIALS potentials solves a known pair again, for its potential, as it does a
-    pair another query solved: the pairs visited, hence both tables, are the same with
-    or without ``known``.
+    :mod:`.reuse`), always taken instead of a solve, and without a potential: a query's
+    potentials come from the pairs it solves that ``known`` lacks. Whether a pair is
+    known does not depend on the other queries of the job, so neither do the pairs a
+    query visits; they may differ from a search without ``known`` (other potentials,
+    other dual bounds), never the distances of the pairs both visit, nor the top k.
     """
     stats = stats if stats is not None else SearchStats()
     preloaded = known if known is not None else {}
@@ -182,14 +183,13 @@ def search_queries(
         """The pair's distance, and with ``potential`` one on q's words from its solve
         (None if no transport problem was solved)."""
         pair = min(q, c) * n + max(q, c)
+        taken = preloaded.get(pair)
+        if taken is not None:
+            # solved before this job, whoever asks: its distance, never a potential
+            with stats.lock:
+                stats.reused += 1
+            return taken, None
         known = solved.get(pair)
-        if known is None and not potential:
-            known = preloaded.get(pair)
-            if known is not None:
-                solved[pair] = known
-                with stats.lock:
-                    stats.reused += 1
-                return known, None
         if known is not None:
             if not potential:
                 return known, None
