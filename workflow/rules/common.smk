@@ -280,23 +280,18 @@ def search_resources(input, shard, threads, attempt):
 # bag-of-words and WRD weights depend on the document alone, TF-IDF's on the corpus. The
 # clean variant (a subset of the original's documents, docs/protocol.md §3) takes their
 # full matrices (wmd_subset), its sample's matrices (wmd_sample_subset) and, in knn mode,
-# the pairs its search would solve (search_reuse) from the original variant's.
+# the pairs its search would solve (search_reuse) from the original variant's, even in a
+# run of the clean variant alone (so what it stores never depends on the other variant
+# being run).
 VARIANT_FREE_METHODS = "wmd|wrd|wmd-pca[0-9]+"
-# knn mode reuses the original's work only when this run has the original variant: a run
-# of the clean variant alone solves its own (the same values), not the original's too.
-SAMPLE_REUSE_METHODS = VARIANT_FREE_METHODS if "original" in VARIANTS else "(?!)"
 
 
 def search_reuse(wildcards):
     """A search job's --reuse-pairs/--reuse-documents inputs: the original variant's merged
     neighbour pairs and its documents for the clean variant's search of a method of
-    VARIANT_FREE_METHODS (when the run has the original variant); none otherwise."""
+    VARIANT_FREE_METHODS; none otherwise."""
     d, method = wildcards.dataset, wildcards.method
-    if (
-        wildcards.variant != "clean"
-        or "original" not in VARIANTS
-        or not re.fullmatch(VARIANT_FREE_METHODS, method)
-    ):
+    if wildcards.variant != "clean" or not re.fullmatch(VARIANT_FREE_METHODS, method):
         return {}
     return {
         "reuse_pairs": f"results/{d}/original/neighbours/{method}.parquet",

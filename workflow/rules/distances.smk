@@ -279,8 +279,7 @@ use rule wmd_subset as wmd_sample_subset with:
     benchmark:
         benchmarked("{dataset}/clean/sample/distances/{method}")
     wildcard_constraints:
-        # as wmd_subset, when the run has the original variant
-        method=SAMPLE_REUSE_METHODS,
+        method=VARIANT_FREE_METHODS,
 
 
 ruleorder: wmd_sample_subset > wmd_sample_gather
