@@ -74,13 +74,10 @@ def test_reused_pairs_change_no_byte_and_save_solves(weighting, folds):
     assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
     pairs, certificates = runs[0]
     # the pairs visited with and without may differ (other potentials), their distances not
-    mine = {
-        (q, c): d for q, c, d in zip(*(pairs.column(k).to_pylist() for k in pairs.column_names))
-    }
-    theirs = {
-        (q, c): d
-        for q, c, d in zip(*(without[0].column(k).to_pylist() for k in without[0].column_names))
-    }
+    mine, theirs = (
+        {(r["query"], r["candidate"]): r["distance"] for r in table.to_pylist()}
+        for table in (pairs, without[0])
+    )
     both = mine.keys() & theirs.keys()
     assert len(both) > 0.8 * len(theirs)
     assert all(np.float64(mine[p]).tobytes() == np.float64(theirs[p]).tobytes() for p in both)
