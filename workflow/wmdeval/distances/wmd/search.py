@@ -26,7 +26,8 @@ Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
 in float64 like the gathered matrices and ranked by their tie key
 (:func:`~wmdeval.core.variant.tie_key`), as every ranking is. A pair is solved at most
-once per job and shared by every fold and role that needs it.
+once per job and shared by every fold and role that needs it; a pair another search
+solved (the clean variant's search gets the original's, :mod:`.reuse`) is not solved.
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -464,7 +465,8 @@ def run_search(
     ``reuse_pairs``, ``reuse_documents``: another variant's merged NEIGHBOUR_PAIRS file
     and its DOCUMENTS file (the clean variant: the original's, for a method whose
     distance does not depend on the variant); its pairs between two of these documents
-    are taken instead of solved (:mod:`.reuse`), which changes no byte of the output.
+    are taken instead of solved (:mod:`.reuse`): the same top k and distances, fewer
+    solves (the pairs visited may differ, see :func:`search_queries`).
     """
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
