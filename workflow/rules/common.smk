@@ -266,12 +266,12 @@ SEARCH_SHARDS = [
 
 def search_resources(input, shard, threads, attempt):
     """mem_mb and runtime of one neighbour-search job ("2-of-4"), plus the pairs it
-    reuses (the Parquet file's size, about a fifth of what reading and keying them
-    holds)."""
+    reuses: reading and keying them peaks at about 85 bytes a pair (3 M pairs: 250 MB),
+    about 11 times the Parquet file's 8 bytes a pair; 12 times the file is asked."""
     n_shards = int(shard.split("-of-")[1])
     found = wmd_search_resources(input.documents, n_shards, threads, attempt)
     if "reuse_pairs" in input.keys() and os.path.exists(input.reuse_pairs):
-        reuse_mb = 5 * os.path.getsize(input.reuse_pairs) / 1e6 * 2 ** (attempt - 1)
+        reuse_mb = 12 * os.path.getsize(input.reuse_pairs) / 1e6 * 2 ** (attempt - 1)
         found["mem_mb"] += math.ceil(reuse_mb)
     return found
 
