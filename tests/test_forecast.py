@@ -12,7 +12,7 @@ from wmdeval import cli
 from wmdeval.core import io, schemas
 from wmdeval.core.errors import WmdevalError
 from wmdeval.core.roles import query_roles
-from wmdeval.distances.wmd import search, solver
+from wmdeval.distances.wmd import reuse, search, solver
 from wmdeval.planning import forecast, resources
 
 
@@ -193,6 +193,34 @@ def test_the_forecast_counts_solves_the_way_the_shards_do(tmp_path):
     search.search_shard(inputs, io.fold_indices(splits, inputs.doc_ids), None, 0, 1, 1, stats)
     assert record["measured"]["sampled_queries"] == record["measured"]["queries"]
     assert record["measured"]["solves"] == stats.solves
+
+
+def test_the_clean_variants_forecast_takes_the_pairs_its_search_reuses(tmp_path):
+    """With the original's pairs (as the clean variant's wmd_search takes them), the
+    forecast counts the solves of the search that reuses them, not of one from nothing."""
+    docs, emb, splits, paths = corpus(tmp_path, n=40, seed=7)
+    inputs = solver.prepare(docs, emb, "bow")
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    pairs, _ = search.search_shard(inputs, folds, None, 0, 1, 1)
+    # "the original": the same documents searched from nothing, so the pairs taken
+    # cover what the search visits
+    io.write_table(pairs, tmp_path / "original_pairs.parquet", schemas.NEIGHBOUR_PAIRS)
+    reused = [*forecast_args(paths, tmp_path / "with.json", shards=1, per_role=1000)]
+    reused += [
+        "--reuse-pairs",
+        str(tmp_path / "original_pairs.parquet"),
+        "--reuse-documents",
+        str(paths["documents"]),
+    ]
+    assert cli.main(reused) == 0
+    assert cli.main(forecast_args(paths, tmp_path / "without.json", shards=1, per_role=1000)) == 0
+    with_ = json.loads((tmp_path / "with.json").read_text())["measured"]
+    without = json.loads((tmp_path / "without.json").read_text())["measured"]
+    stats = search.SearchStats()
+    known = reuse.known_pairs(pairs, inputs.doc_ids, "original")
+    search.search_shard(inputs, folds, None, 0, 1, 1, stats, known)
+    assert with_["solves"] == stats.solves < without["solves"]
+    assert with_["reused"] == stats.reused > 0 and without["reused"] == 0
 
 
 def test_bad_input_stops_with_one_line_and_no_file(tmp_path, capsys):

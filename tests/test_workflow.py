@@ -453,6 +453,51 @@ def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
         assert (knn_run / "results/figures" / name).stat().st_size > 10_000
 
 
+def test_knn_mode_clean_variant_reuses_the_originals_pairs_and_sample(knn_run):
+    """The clean variant's searches of WMD, WRD and PCA WMD take the original's solved
+    pairs (their scores are full mode's, test above); its sample is the original's
+    without the dropped duplicates, its WMD matrix cut from the original sample's."""
+    import re
+
+    for method, reused in (("wmd", True), ("wrd", True), ("wmd-pca5", True), ("wmd-tfidf", False)):
+        logs = sorted(
+            (knn_run / "results/logs/subjects/clean/neighbour_shards" / method).glob("*.log")
+        )
+        assert len(logs) == 3
+        counts = [
+            int(re.search(r"(\d+) distances reused", log.read_text()).group(1)) for log in logs
+        ]
+        assert (sum(counts) > 0) == reused, (method, counts)
+    root = knn_run / "results/subjects"
+    ids = {
+        variant: set(
+            wio.read_documents(root / variant / "sample/documents.parquet")
+            .column("doc_id")
+            .to_pylist()
+        )
+        for variant in ("original", "clean")
+    }
+    clean = set(wio.read_documents(root / "clean/documents.parquet").column("doc_id").to_pylist())
+    assert ids["clean"] == ids["original"] & clean
+    assert not (root / "clean/sample/wmd_blocks/wmd").exists()  # cut, not solved
+    assert (root / "clean/sample/wmd_blocks/wmd-tfidf").exists()  # TF-IDF: solved
+    original = wio.read_table(root / "original/sample/distances/wmd.parquet")
+    cut = wio.read_table(root / "clean/sample/distances/wmd.parquet")
+    rows = dict(
+        zip(
+            original.column("doc_id").to_pylist(),
+            original.column("distances").to_pylist(),
+            strict=True,
+        )
+    )
+    order = original.column("doc_id").to_pylist()
+    for doc_id, row in zip(
+        cut.column("doc_id").to_pylist(), cut.column("distances").to_pylist(), strict=True
+    ):
+        expected = [d for other, d in zip(order, rows[doc_id], strict=True) if other in clean]
+        assert np.array_equal(np.array(row), np.array(expected), equal_nan=True)
+
+
 def test_knn_mode_second_run_has_nothing_to_do(knn_run):
     run = snakemake(knn_run, "--configfile", "config/config.yaml", "extra.yaml", "knn.yaml", "-n")
     assert run.returncode == 0

@@ -1,6 +1,8 @@
 # Shared helpers: config validation, the datasets of this run, and output paths.
 # Planning only: it imports light modules (config, paths, resources), never POT.
 import json
+import math
+import os
 import re
 import sys
 
@@ -265,12 +267,19 @@ SEARCH_SHARDS = [
 
 def search_resources(input, shard, threads, attempt):
     """mem_mb and runtime of one neighbour-search job ("2-of-4"): its method's cost
-    forecast (rule wmd_forecast) once that exists, else the work model (a dry run)."""
-    forecast = wmd_forecast_resources(input.forecast, shard, attempt)
-    if forecast is not None:
-        return forecast
-    n_shards = int(shard.split("-of-")[1])
-    return wmd_search_resources(input.documents, n_shards, threads, attempt)
+    forecast (rule wmd_forecast) once that exists, else the work model (a dry run); plus
+    the pairs it reuses: reading and keying them peaks at about 85 bytes a pair (3 M
+    pairs: 250 MB), about 11 times the Parquet file's 8 bytes a pair; 12 times the file
+    is asked."""
+    found = wmd_forecast_resources(input.forecast, shard, attempt)
+    if found is None:
+        n_shards = int(shard.split("-of-")[1])
+        found = wmd_search_resources(input.documents, n_shards, threads, attempt)
+    found = dict(found)
+    if "reuse_pairs" in input.keys() and os.path.exists(input.reuse_pairs):
+        reuse_mb = 12 * os.path.getsize(input.reuse_pairs) / 1e6 * 2 ** (attempt - 1)
+        found["mem_mb"] += math.ceil(reuse_mb)
+    return found
 
 
 def forecast_file(dataset, variant, slug):
@@ -288,6 +297,51 @@ def planned_forecasts():
         for v in VARIANTS
         for slug in WMD_SLUGS
     ]
+
+
+# Transport methods whose distance between two documents does not depend on the variant:
+# bag-of-words and WRD weights depend on the document alone, TF-IDF's on the corpus. The
+# clean variant (a subset of the original's documents, docs/protocol.md §3) takes their
+# full matrices (wmd_subset), its sample's matrices (wmd_sample_subset) and, in knn mode,
+# the pairs its search would solve (search_reuse) from the original variant's, even in a
+# run of the clean variant alone (so what it stores never depends on the other variant
+# being run).
+VARIANT_FREE_METHODS = "wmd|wrd|wmd-pca[0-9]+"
+
+
+def search_reuse(wildcards):
+    """A search job's --reuse-pairs/--reuse-documents inputs: the original variant's merged
+    neighbour pairs and its documents for the clean variant's search of a method of
+    VARIANT_FREE_METHODS; none otherwise."""
+    d, method = wildcards.dataset, wildcards.method
+    if wildcards.variant != "clean" or not re.fullmatch(VARIANT_FREE_METHODS, method):
+        return {}
+    return {
+        "reuse_pairs": f"results/{d}/original/neighbours/{method}.parquet",
+        "reuse_documents": f"results/{d}/original/documents.parquet",
+    }
+
+
+def search_reuse_arguments(wildcards, input):
+    """The search job's --reuse-pairs and --reuse-documents (empty without them)."""
+    if "reuse_pairs" not in input.keys():
+        return ""
+    return (
+        f"--reuse-pairs {input.reuse_pairs} --reuse-documents {input.reuse_documents}"
+    )
+
+
+def sample_within(wildcards):
+    """The clean variant's sample is the original's sample cut to the clean documents
+    (sample-variant --within), so that its matrices of VARIANT_FREE_METHODS are
+    sub-matrices of the original sample's."""
+    if wildcards.variant != "clean":
+        return {}
+    return {"within": f"results/{wildcards.dataset}/original/sample/documents.parquet"}
+
+
+def sample_within_argument(wildcards, input):
+    return f"--within {input.within}" if "within" in input.keys() else ""
 
 
 def wmd_embeddings(wildcards):

@@ -97,7 +97,7 @@ rule wmd_subset:
     wildcard_constraints:
         # bag-of-words (and WRD's) weights do not depend on the other documents; TF-IDF
         # ones do
-        method="wmd|wrd|wmd-pca[0-9]+",
+        method=VARIANT_FREE_METHODS,
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
@@ -137,9 +137,13 @@ ruleorder: wmd_subset > wmd_gather
 # wmd.mode knn: instead of full matrices, an exact top-k search per query, pruned by lower
 # bounds, for exactly the neighbours kNN and wkNN read (workflow/wmdeval/distances/wmd/
 # search.py and bounds.py). Stored in query shards ("<k>-of-<wmd.search_shards>"), one job
-# each, then combined per method into a neighbour table that evaluate reads.
+# each, then combined per method into a neighbour table that evaluate reads. The clean
+# variant's search of WMD, WRD and PCA WMD takes the pairs the original's solved between
+# two clean documents instead of solving them again (search_reuse; wmdeval/distances/wmd/
+# reuse.py): the same tables, fewer solves.
 rule wmd_search:
     input:
+        unpack(search_reuse),
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
         embeddings=wmd_embeddings,
@@ -166,12 +170,13 @@ rule wmd_search:
     params:
         weighting=transport_weighting,
         settings=spec_json(config["evaluation"]),
+        reuse=search_reuse_arguments,
     shell:
         "wmdeval wmd-search --documents {input.documents} --splits {input.splits}"
         " --embeddings {input.embeddings} --weighting {params.weighting}"
         " --settings {params.settings:q} --shard {wildcards.shard} --threads {threads}"
         " --out-pairs {output.pairs}"
-        " --out-certificates {output.certificates} 2> {log}"
+        " --out-certificates {output.certificates} {params.reuse} 2> {log}"
 
 
 # knn mode: before any search shard runs, a timed seeded sample of the method's queries
@@ -180,6 +185,8 @@ rule wmd_search:
 # the wmd_search jobs request (workflow/wmdeval/planning/forecast.py).
 rule wmd_forecast:
     input:
+        # the clean variant's search takes the original's pairs: so does its sample
+        unpack(search_reuse),
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
         embeddings=wmd_embeddings,
@@ -204,6 +211,7 @@ rule wmd_forecast:
         shards=config["wmd"]["search_shards"],
         queries=config["wmd"]["forecast_queries"],
         seed=config["wmd"]["forecast_seed"],
+        reuse=search_reuse_arguments,
     shell:
         "wmdeval wmd-forecast --documents {input.documents} --splits {input.splits}"
         " --embeddings {input.embeddings} --weighting {params.weighting}"
@@ -211,7 +219,7 @@ rule wmd_forecast:
         " --queries-per-role {params.queries} --seed {params.seed}"
         " --checks {params.queries} --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --method {wildcards.method} --out {output}"
-        " 2> {log}"
+        " {params.reuse} 2> {log}"
 
 
 rule wmd_neighbours:
@@ -246,9 +254,12 @@ rule wmd_neighbours:
 
 # knn mode: the analyses and Figures 4-5 need full matrices; they read those of a seeded
 # sample of wmd.sample_documents documents, solved exactly by the rules above, each in one
-# block (a sample is small: 1,000 documents are ~0.5 M pairs, minutes).
+# block (a sample is small: 1,000 documents are ~0.5 M pairs, minutes). The clean
+# variant's sample is the original's sample cut to the clean documents (sample_within),
+# so its WMD, WRD and PCA WMD matrices are cut from the original sample's.
 rule sample_variant:
     input:
+        unpack(sample_within),
         documents="results/{dataset}/{variant}/documents.parquet",
         splits="results/{dataset}/{variant}/splits.parquet",
     output:
@@ -267,10 +278,11 @@ rule sample_variant:
     params:
         size=config["wmd"]["sample_documents"],
         seed=config["wmd"]["sample_seed"],
+        within=sample_within_argument,
     shell:
         "wmdeval sample-variant --documents {input.documents} --splits {input.splits}"
-        " --size {params.size} --seed {params.seed} --out-documents {output.documents}"
-        " --out-splits {output.splits} 2> {log}"
+        " --size {params.size} --seed {params.seed} {params.within}"
+        " --out-documents {output.documents} --out-splits {output.splits} 2> {log}"
 
 
 use rule wmd_block as wmd_sample_block with:
@@ -300,3 +312,20 @@ use rule wmd_gather as wmd_sample_gather with:
         logged("{dataset}/{variant}/sample/distances/{method}"),
     benchmark:
         benchmarked("{dataset}/{variant}/sample/distances/{method}")
+
+
+use rule wmd_subset as wmd_sample_subset with:
+    input:
+        matrix="results/{dataset}/original/sample/distances/{method}.parquet",
+        documents="results/{dataset}/clean/sample/documents.parquet",
+    output:
+        "results/{dataset}/clean/sample/distances/{method}.parquet",
+    log:
+        logged("{dataset}/clean/sample/distances/{method}"),
+    benchmark:
+        benchmarked("{dataset}/clean/sample/distances/{method}")
+    wildcard_constraints:
+        method=VARIANT_FREE_METHODS,
+
+
+ruleorder: wmd_sample_subset > wmd_sample_gather

@@ -354,6 +354,18 @@ COMMANDS: tuple[Command, ...] = (
             Arg("--threads", "threads", "solver threads", int),
             path("--out-pairs", "out_pairs"),
             path("--out-certificates", "out_certificates"),
+            path(
+                "--reuse-pairs",
+                "reuse_pairs",
+                "another variant's neighbour pairs whose distances are taken, not solved",
+                required=False,
+            ),
+            path(
+                "--reuse-documents",
+                "reuse_documents",
+                "the documents of --reuse-pairs (must hold these documents unchanged)",
+                required=False,
+            ),
         ),
     ),
     Command(
@@ -375,6 +387,18 @@ COMMANDS: tuple[Command, ...] = (
             path("--variant", "variant"),
             path("--method", "method", "the method's slug"),
             path("--out", "out_path"),
+            path(
+                "--reuse-pairs",
+                "reuse_pairs",
+                "another variant's neighbour pairs the search takes, not solves",
+                required=False,
+            ),
+            path(
+                "--reuse-documents",
+                "reuse_documents",
+                "the documents of --reuse-pairs (must hold these documents unchanged)",
+                required=False,
+            ),
         ),
     ),
     Command(
@@ -410,6 +434,12 @@ COMMANDS: tuple[Command, ...] = (
             path("--splits", "splits_path"),
             Arg("--size", "size", "documents to keep (all if fewer)", int),
             SEED,
+            path(
+                "--within",
+                "within_path",
+                "another variant's sample: keep exactly its documents that are here",
+                required=False,
+            ),
             path("--out-documents", "out_documents"),
             path("--out-splits", "out_splits"),
         ),

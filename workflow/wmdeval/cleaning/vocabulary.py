@@ -127,15 +127,29 @@ def run_sample(
     seed: int,
     out_documents: str,
     out_splits: str,
+    within_path: str | None = None,
 ) -> None:
     """Write a seeded sample of ``size`` documents (all of them if there are fewer) and
     their splits: the documents whose full WMD matrices the analyses and Figures 4-5
-    read in ``wmd.mode: knn``, where the variant has no full matrix."""
+    read in ``wmd.mode: knn``, where the variant has no full matrix.
+
+    With ``within_path`` (the clean variant: the original variant's sample), the sample
+    is instead every document of that sample that is also here, so its matrices of the
+    methods that do not depend on the variant are cut from that sample's (``size`` and
+    ``seed`` drew that sample)."""
     if size < 2:
         raise WmdevalError(f"a sample needs at least 2 documents, got {size}")
     documents = read_documents(documents_path)
     doc_ids = np.sort(documents.column("doc_id").to_numpy())
-    if len(doc_ids) > size:
+    if within_path is not None:
+        within = read_documents(within_path).column("doc_id").to_numpy()
+        doc_ids = doc_ids[np.isin(doc_ids, within)]
+        if len(doc_ids) < 2:
+            raise WmdevalError(
+                f"{within_path}: the sample holds {len(doc_ids)} document(s) of "
+                f"{documents_path}; a sample needs at least 2"
+            )
+    elif len(doc_ids) > size:
         doc_ids = np.sort(np.random.default_rng(seed).choice(doc_ids, size, replace=False))
     sample, splits = select_variant(documents, read_splits(splits_path), doc_ids)
     write_table(sample, out_documents, schemas.DOCUMENTS)

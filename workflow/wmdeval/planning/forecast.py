@@ -197,10 +197,20 @@ def sample_queries(roles, per_role: int, seed: int, sizes: np.ndarray) -> np.nda
 
 
 def measure(
-    inputs, folds, settings, n_shards: int, threads: int, per_role: int, seed: int, checks: int
+    inputs,
+    folds,
+    settings,
+    n_shards: int,
+    threads: int,
+    per_role: int,
+    seed: int,
+    checks: int,
+    known=None,
 ) -> dict:
     """Time the search on a seeded sample of queries and measure its sharing (see the
-    module's docstring). ``inputs``: the prepared documents (``solver.prepare``)."""
+    module's docstring). ``inputs``: the prepared documents (``solver.prepare``);
+    ``known``: the pairs the search takes from another variant instead of solving them
+    (``search_queries``'s), so the clean variant's forecast counts only what it solves."""
     from ..distances.wmd import search
     from ..distances.wmd.bounds import LowerBounds
     from ..distances.wmd.solver import _blas, wmd_pair
@@ -215,7 +225,8 @@ def measure(
     tasks = search.query_tasks(roles, inputs.empty, sampled)
     if len(sampled):
         # untimed: loads (or compiles) the bounds' kernels, as every job does once
-        search.search_queries(inputs, {int(sampled[0]): tasks[int(sampled[0])]}, threads)
+        first = int(sampled[0])
+        search.search_queries(inputs, {first: tasks[first]}, threads, known=known)
     # the bounds' set-up, paid once per job: timed for the sample and for the shard of
     # the largest query vocabulary (the set-up has a fixed part and one growing with it)
     cpu0 = time.process_time()
@@ -228,7 +239,7 @@ def measure(
     widest_init = time.process_time() - cpu0
     stats = search.SearchStats()
     cpu0 = time.process_time()
-    pairs, _ = search.search_queries(inputs, tasks, threads, stats)
+    pairs, _ = search.search_queries(inputs, tasks, threads, stats, known)
     cpu = time.process_time() - cpu0
     per_query = max(cpu - init, 0.0)
     m = max(len(sampled), 1)
@@ -257,7 +268,7 @@ def measure(
     )
     hits = tried = 0
     for c in checked:
-        found, _ = search.search_queries(inputs, {c: co_tasks[c]}, threads)
+        found, _ = search.search_queries(inputs, {c: co_tasks[c]}, threads, known=known)
         visited = set(
             np.searchsorted(inputs.doc_ids, found.column("candidate").to_numpy()).tolist()
         )
@@ -284,6 +295,7 @@ def measure(
         "sampled_doc_ids": inputs.doc_ids[sampled].astype(int).tolist(),
         "solves": int(stats.solves),
         "solves_per_query": stats.solves / m,
+        "reused": int(stats.reused),
         "cpu_seconds": cpu,
         "bounds_setup": {
             "sample_vocabulary": vocabulary,
@@ -328,13 +340,18 @@ def run_forecast(
     variant: str,
     method: str,
     out_path,
+    reuse_pairs=None,
+    reuse_documents=None,
 ) -> dict:
     """Measure and forecast one method's neighbour search; write the forecast (JSON).
 
     ``settings``: the ``evaluation:`` config (it decides the query roles);
     ``queries_per_role``, ``seed``: ``wmd.forecast_queries`` and ``wmd.forecast_seed``;
-    ``checks``: co-queries searched to measure the sharing.
+    ``checks``: co-queries searched to measure the sharing; ``reuse_pairs``,
+    ``reuse_documents``: the pairs the search itself takes from another variant
+    (``run_search``'s), which the sample takes too.
     """
+    from ..distances.wmd.reuse import read_known
     from ..distances.wmd.solver import prepare
 
     for name, value, least in (
@@ -352,8 +369,15 @@ def run_forecast(
     splits = io.read_splits(splits_path)
     inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     folds = io.fold_indices(splits, inputs.doc_ids)
+    if (reuse_pairs is None) != (reuse_documents is None):
+        raise WmdevalError("reusing pairs needs both their pairs and documents files")
+    known = None
+    if reuse_pairs is not None:
+        known = read_known(reuse_pairs, reuse_documents, documents)
     setup = time.process_time() - cpu0
-    measured = measure(inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks)
+    measured = measure(
+        inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known
+    )
     measured["setup_cpu_seconds"] = setup
     measured["peak_mb"] = peak_mb()
     solve_share = 1.0 - measured["bounds_share"]

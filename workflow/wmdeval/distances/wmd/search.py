@@ -29,7 +29,8 @@ Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
 in float64 like the gathered matrices and ranked by their tie key
 (:func:`~wmdeval.core.variant.tie_key`), as every ranking is. A pair is solved at most
-once per job and shared by every fold and role that needs it.
+once per job and shared by every fold and role that needs it; a pair another search
+solved (the clean variant's search gets the original's, :mod:`.reuse`) is not solved.
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -66,6 +67,7 @@ from .bounds import (
     safety_margin,
 )
 from .pairs import document_work
+from .reuse import read_known
 from .solver import WmdInputs, _blas, prepare, solve_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -94,6 +96,7 @@ class SearchStats:
 
     queries: int = 0
     solves: int = 0  # exact WMD solves
+    reused: int = 0  # distances taken from pairs solved before (`known`), not solved
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
     tight: int = 0  # (query, candidate) ICT bounds computed
@@ -157,12 +160,22 @@ def search_queries(
     tasks: Mapping[int, list[_Task]],
     threads: int = 1,
     stats: SearchStats | None = None,
+    known: Mapping[int, float] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
     doc_ids, sorted by query then candidate; they do not depend on ``threads``.
+
+    ``known``: exact distances solved before (pair id min * n + max over positions ->
+    the distance :func:`~.solver.solve_pair` gives, e.g. the original variant's,
+    :mod:`.reuse`), always taken instead of a solve, and without a potential: a query's
+    potentials come from the pairs it solves that ``known`` lacks. Whether a pair is
+    known does not depend on the other queries of the job, so neither do the pairs a
+    query visits; they may differ from a search without ``known`` (other potentials,
+    other dual bounds), never the distances of the pairs both visit, nor the top k.
     """
     stats = stats if stats is not None else SearchStats()
+    preloaded = known if known is not None else {}
     queries = np.array(sorted(tasks), dtype=np.int64)
     solved: dict[int, float] = {}  # pair id -> stored distance, shared by all queries
     n = inputs.n
@@ -180,6 +193,12 @@ def search_queries(
         """The pair's distance, and with ``potential`` one on q's words from its solve
         (None if no transport problem was solved)."""
         pair = min(q, c) * n + max(q, c)
+        taken = preloaded.get(pair)
+        if taken is not None:
+            # solved before this job, whoever asks: its distance, never a potential
+            with stats.lock:
+                stats.reused += 1
+            return taken, None
         known = solved.get(pair)
         if known is not None:
             if not potential:
@@ -404,10 +423,11 @@ def search_shard(
     n_shards: int,
     threads: int = 1,
     stats: SearchStats | None = None,
+    known: Mapping[int, float] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The neighbour tables of query shard ``shard`` (0-based) of ``n_shards``: the
     query roles of ``folds`` under the evaluation ``settings``, with the documents
-    empty under this method's weighting."""
+    empty under this method's weighting; ``known``: see :func:`search_queries`."""
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
     roles = query_roles(folds, inputs.empty, settings)
@@ -417,7 +437,8 @@ def search_shard(
         else np.zeros(0, dtype=np.int64)
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
-    return search_queries(inputs, query_tasks(roles, inputs.empty, mine), threads, stats)
+    tasks = query_tasks(roles, inputs.empty, mine)
+    return search_queries(inputs, tasks, threads, stats, known)
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
@@ -477,10 +498,17 @@ def run_search(
     threads: int,
     out_pairs,
     out_certificates,
+    reuse_pairs=None,
+    reuse_documents=None,
 ) -> SearchStats:
     """Search query shard ``shard`` (0-based) of ``n_shards`` and write its two tables.
 
     ``settings``: the ``evaluation:`` config (it decides the query roles).
+    ``reuse_pairs``, ``reuse_documents``: another variant's merged NEIGHBOUR_PAIRS file
+    and its DOCUMENTS file (the clean variant: the original's, for a method whose
+    distance does not depend on the variant); its pairs between two of these documents
+    are taken instead of solved (:mod:`.reuse`): the same top k and distances, fewer
+    solves (the pairs visited may differ, see :func:`search_queries`).
     """
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
@@ -494,13 +522,21 @@ def run_search(
     inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
     folds = io.fold_indices(splits, inputs.doc_ids)
+    if (reuse_pairs is None) != (reuse_documents is None):
+        raise io.WmdevalError("reusing pairs needs both their pairs and documents files")
+    known = None
+    if reuse_pairs is not None:
+        known = read_known(reuse_pairs, reuse_documents, documents)
+        LOG.info("%d solved pair(s) of these documents in %s", len(known), reuse_pairs)
     stats = SearchStats()
-    pairs, certificates = search_shard(inputs, folds, settings, shard, n_shards, threads, stats)
+    pairs, certificates = search_shard(
+        inputs, folds, settings, shard, n_shards, threads, stats, known
+    )
     io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
     io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
     LOG.info(
-        "shard %d/%d: %d queries, %d of %d candidate pairs read (%.1f%%), %d exact solves; "
-        "bounds %.1f s, search %.1f s",
+        "shard %d/%d: %d queries, %d of %d candidate pairs read (%.1f%%), %d exact solves, "
+        "%d distances reused; bounds %.1f s, search %.1f s",
         shard + 1,
         n_shards,
         stats.queries,
@@ -508,6 +544,7 @@ def run_search(
         stats.candidates,
         100.0 * stats.pairs / max(stats.candidates, 1),
         stats.solves,
+        stats.reused,
         stats.bound_seconds,
         stats.search_seconds,
     )

@@ -1,0 +1,221 @@
+"""The clean variant reuses the original's work: its search takes the original's solved
+pairs (distances/wmd/reuse.py), its sample is the original's cut to the clean documents."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_search import clustered, five_folds, knn_tables, one_fold
+
+from wmdeval.classification import knn
+from wmdeval.cleaning.vocabulary import run_sample, select_variant
+from wmdeval.core import io, schemas
+from wmdeval.distances.wmd import reuse, search, solver
+
+
+def with_duplicates(n: int, seed: int, every: int = 6) -> tuple[pa.Table, pa.Table, np.ndarray]:
+    """A clustered corpus where every ``every``-th document repeats the one before it
+    (same words and counts, as duplicates are), its embeddings, and the doc_ids of the
+    clean variant (the copies dropped)."""
+    docs, emb = clustered(n, seed=seed)
+    rows = docs.to_pylist()
+    for k in range(every, n, every):
+        rows[k]["words"], rows[k]["counts"] = rows[k - 1]["words"], rows[k - 1]["counts"]
+    docs = pa.Table.from_pylist(rows, schema=schemas.DOCUMENTS)
+    kept = np.array([k for k in range(n) if k % every or k == 0], dtype=np.int32)
+    return docs, emb, kept
+
+
+def both_variants(n, seed, splits, weighting):
+    """(original inputs and splits, clean inputs and splits)."""
+    docs, emb, kept = with_duplicates(n, seed)
+    clean_docs, clean_splits = select_variant(docs, splits, kept)
+    return (
+        (solver.prepare(docs, emb, weighting), splits),
+        (solver.prepare(clean_docs, emb, weighting), clean_splits),
+        (docs, clean_docs),
+    )
+
+
+@pytest.mark.parametrize("weighting, folds", [("bow", "five"), ("wrd", "five"), ("bow", "one")])
+def test_reused_pairs_change_no_byte_and_save_solves(weighting, folds):
+    n = 180
+    splits = five_folds(n, seed=1) if folds == "five" else one_fold(n)
+    (orig, orig_splits), (clean, clean_splits), (_, clean_docs) = both_variants(
+        n, 5, splits, weighting
+    )
+    original_pairs, _ = knn_tables(orig, orig_splits, n_shards=2)
+    known = reuse.known_pairs(original_pairs, clean.doc_ids, "original")
+    assert len(known) > 0
+    # the premise, checked pair by pair: a pair of two clean documents solved in the
+    # clean variant is the original's distance, bit for bit
+    n_clean = clean.n
+    for pair, value in list(known.items())[::7]:
+        i, j = divmod(pair, n_clean)
+        assert np.float64(solver.wmd_pair(clean, i, j)).tobytes() == np.float64(value).tobytes()
+
+    fresh = search.SearchStats()
+    without = knn_tables(clean, clean_splits, stats=fresh)
+    folds_ = io.fold_indices(clean_splits, clean.doc_ids)
+    runs = []
+    for n_shards, threads in ((1, 1), (3, 2)):
+        stats = search.SearchStats()
+        parts = [
+            search.search_shard(clean, folds_, None, s, n_shards, threads, stats, known)
+            for s in range(n_shards)
+        ]
+        runs.append(
+            (pa.concat_tables([p for p, _ in parts]), pa.concat_tables([c for _, c in parts]))
+        )
+        assert stats.reused > 0
+        if n_shards == 1:
+            assert stats.solves < 0.5 * fresh.solves, (stats.solves, fresh.solves)
+    # the same bytes whatever the shards and threads
+    assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
+    pairs, certificates = runs[0]
+    # the pairs visited with and without may differ (other potentials), their distances not
+    mine, theirs = (
+        {(r["query"], r["candidate"]): r["distance"] for r in table.to_pylist()}
+        for table in (pairs, without[0])
+    )
+    both = mine.keys() & theirs.keys()
+    assert len(both) > 0.8 * len(theirs)
+    assert all(np.float64(mine[p]).tobytes() == np.float64(theirs[p]).tobytes() for p in both)
+    assert certificates.select(["query", "candidates", "k"]).equals(
+        without[1].select(["query", "candidates", "k"])
+    )
+    # and the scores are the same
+    scores = [
+        knn.evaluate_dataset(
+            clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={"wmd": tables}
+        ).to_pylist()
+        for tables in (without, (pairs, certificates))
+    ]
+    assert scores[0] == scores[1]
+
+
+def test_known_pairs_match_a_plain_loop_and_refuse_two_values():
+    doc_ids = np.array([2, 3, 5, 8, 13], dtype=np.int32)
+    rows = [(2, 3, 0.5), (3, 2, 0.5), (5, 8, 1.25), (8, 4, 9.0), (13, 2, 2.0), (7, 9, 1.0)]
+    table = pa.table(
+        {
+            "query": pa.array([r[0] for r in rows], pa.int32()),
+            "candidate": pa.array([r[1] for r in rows], pa.int32()),
+            "distance": pa.array([r[2] for r in rows], pa.float64()),
+        },
+        schema=schemas.NEIGHBOUR_PAIRS,
+    )
+    expected = {}
+    position = {int(d): k for k, d in enumerate(doc_ids)}
+    for q, c, d in rows:
+        if q in position and c in position:
+            a, b = sorted((position[q], position[c]))
+            expected[a * len(doc_ids) + b] = d
+    known = reuse.known_pairs(table, doc_ids, "pairs.parquet")
+    assert dict(known) == expected
+    assert known.get(3) is None and 1 in known
+
+    clash = pa.concat_tables(
+        [table, table.slice(0, 1).set_column(2, "distance", pa.array([0.6])).cast(table.schema)]
+    )
+    with pytest.raises(io.WmdevalError, match="pairs.parquet: the pair of doc_ids 2 and 3"):
+        reuse.known_pairs(clash, doc_ids, "pairs.parquet")
+
+
+def write_variant_files(tmp_path, docs, splits, emb, name):
+    paths = {
+        "documents": tmp_path / f"{name}-documents.parquet",
+        "splits": tmp_path / f"{name}-splits.parquet",
+        "embeddings": tmp_path / "embeddings.parquet",
+    }
+    io.write_table(docs, paths["documents"], schemas.DOCUMENTS)
+    io.write_table(splits, paths["splits"], schemas.SPLITS)
+    pq.write_table(emb, paths["embeddings"])
+    return paths
+
+
+def test_run_search_reuses_the_files_and_refuses_changed_documents(tmp_path):
+    docs, emb, kept = with_duplicates(90, 2)
+    splits = five_folds(90, seed=2)
+    clean_docs, clean_splits = select_variant(docs, splits, kept)
+    orig = write_variant_files(tmp_path, docs, splits, emb, "original")
+    clean = write_variant_files(tmp_path, clean_docs, clean_splits, emb, "clean")
+
+    def run(paths, out, **reuse_files):
+        return search.run_search(
+            paths["documents"],
+            paths["splits"],
+            paths["embeddings"],
+            "bow",
+            None,
+            0,
+            1,
+            1,
+            tmp_path / f"{out}.parquet",
+            tmp_path / f"{out}.certificates.parquet",
+            **reuse_files,
+        )
+
+    run(orig, "original")
+    fresh = run(clean, "fresh")
+    reused = run(
+        clean,
+        "reused",
+        reuse_pairs=tmp_path / "original.parquet",
+        reuse_documents=orig["documents"],
+    )
+    assert reused.solves < fresh.solves and reused.reused > 0
+    tables = {
+        name: search.read_neighbour_tables(
+            tmp_path / f"{name}.parquet", tmp_path / f"{name}.certificates.parquet"
+        )
+        for name in ("fresh", "reused")
+    }
+    scores = [
+        knn.evaluate_dataset(
+            clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={"wmd": t}
+        ).to_pylist()
+        for t in tables.values()
+    ]
+    assert scores[0] == scores[1]
+
+    # a shared doc_id whose counts differ: one line naming the file and the document
+    rows = docs.to_pylist()
+    rows[7]["counts"] = [c + 1 for c in rows[7]["counts"]]
+    changed = tmp_path / "changed-documents.parquet"
+    io.write_table(pa.Table.from_pylist(rows, schema=schemas.DOCUMENTS), changed, schemas.DOCUMENTS)
+    with pytest.raises(
+        io.WmdevalError, match=r"changed-documents.parquet: doc_id 7 has other counts"
+    ):
+        run(clean, "bad", reuse_pairs=tmp_path / "original.parquet", reuse_documents=changed)
+    assert not (tmp_path / "bad.parquet").exists()
+    with pytest.raises(io.WmdevalError, match="needs both"):
+        run(clean, "bad", reuse_pairs=tmp_path / "original.parquet")
+
+
+def test_the_clean_sample_is_the_original_sample_cut_to_the_clean_documents(tmp_path):
+    docs, emb, kept = with_duplicates(120, 3, every=4)
+    splits = five_folds(120, seed=3)
+    clean_docs, clean_splits = select_variant(docs, splits, kept)
+    orig = write_variant_files(tmp_path, docs, splits, emb, "original")
+    clean = write_variant_files(tmp_path, clean_docs, clean_splits, emb, "clean")
+    out = {
+        name: (tmp_path / f"{name}-s-docs.parquet", tmp_path / f"{name}-s-splits.parquet")
+        for name in ("original", "clean")
+    }
+    run_sample(orig["documents"], orig["splits"], 40, 0, *out["original"])
+    run_sample(
+        clean["documents"], clean["splits"], 40, 0, *out["clean"], within_path=out["original"][0]
+    )
+    original_ids = io.read_documents(out["original"][0]).column("doc_id").to_pylist()
+    clean_ids = io.read_documents(out["clean"][0]).column("doc_id").to_pylist()
+    assert len(original_ids) == 40
+    assert clean_ids == sorted(set(original_ids) & set(kept.tolist()))
+    assert len(clean_ids) < 40  # some of the sample were duplicates
+    sample_splits = io.read_splits(out["clean"][1])
+    assert set(sample_splits.column("doc_id").to_pylist()) == set(clean_ids)
+    # the sample's splits are the clean splits' rows of those documents
+    wanted = clean_splits.filter(
+        pa.compute.is_in(clean_splits.column("doc_id"), pa.array(clean_ids))
+    )
+    assert sample_splits.equals(wanted.cast(schemas.SPLITS))
