@@ -104,6 +104,8 @@ def test_overrides_merge_with_the_rest_of_the_config():
         "search_shards": 1,
         "sample_documents": 1000,
         "sample_seed": 0,
+        "forecast_queries": 30,
+        "forecast_seed": 0,
     }
     assert cfg["datasets"]["subjects"]["format"] == "demo"
 

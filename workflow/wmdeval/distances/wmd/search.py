@@ -169,13 +169,16 @@ def search_queries(
     ``known``: exact distances solved before (pair id min * n + max over positions ->
     the distance :func:`~.solver.solve_pair` gives, e.g. the original variant's,
     :mod:`.reuse`), always taken instead of a solve, and without a potential: a query's
-    potentials come from the pairs it solves that ``known`` lacks. Whether a pair is
-    known does not depend on the other queries of the job, so neither do the pairs a
-    query visits; they may differ from a search without ``known`` (other potentials,
-    other dual bounds), never the distances of the pairs both visit, nor the top k.
+    potentials come from the pairs it solves that ``known`` lacks. A known candidate is
+    taken when the visiting order reaches its cheap bound, without the tighter bounds
+    (its distance is the tightest). Whether a pair is known does not depend on the
+    other queries of the job, so neither do the pairs a query visits; they may differ
+    from a search without ``known`` (other potentials, other dual bounds), never the
+    distances of the pairs both visit, nor the top k.
     """
     stats = stats if stats is not None else SearchStats()
     preloaded = known if known is not None else {}
+    has_known = len(preloaded) > 0
     queries = np.array(sorted(tasks), dtype=np.int64)
     solved: dict[int, float] = {}  # pair id -> stored distance, shared by all queries
     n = inputs.n
@@ -265,6 +268,17 @@ def search_queries(
                     unsolved = lb  # and every other candidate's bound is at least this
                     break
                 if not from_heap:
+                    if _known(q, c):
+                        # its exact distance is known (another variant's solve): taken
+                        # now, no bound can tell more, and the k-th tightens sooner
+                        d, _ = distance(q, c, False)
+                        used[c] = d
+                        ranked = (_key(d), c)
+                        if len(best) < task.k or ranked < best[-1]:
+                            bisect.insort(best, ranked)
+                            del best[task.k :]
+                        at += 1
+                        continue
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
                         limit = _limit(inputs, best[-1][0]) if len(best) == task.k else np.inf
@@ -316,12 +330,15 @@ def search_queries(
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
 
+    def _known(q: int, c: int) -> bool:
+        return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
+
     def _tighten(q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit) -> None:
         # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
         # cost-matrix product and one kernel call for all of them
         batch = []
         for c in stream[at:]:
-            if c not in used and c not in tight:
+            if c not in used and c not in tight and not _known(q, c):
                 batch.append(c)
                 if len(batch) == TIGHTEN_BATCH:
                     break
