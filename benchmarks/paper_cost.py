@@ -63,6 +63,29 @@ METHODS = (
 AUTO_MIN_DOCUMENTS = 2000
 
 
+def forecast_search(
+    where: Path, embeddings_path, weighting: str, n_shards: int, name: str, slug: str, args
+) -> dict:
+    """The wmd_forecast job's function on the original variant prepared in ``where``
+    (documents.parquet, splits.parquet), default evaluation settings; its record."""
+    return forecast.run_forecast(
+        where / "documents.parquet",
+        where / "splits.parquet",
+        embeddings_path,
+        weighting,
+        None,
+        n_shards=n_shards,
+        threads=args.threads,
+        queries_per_role=args.queries_per_role,
+        seed=args.seed,
+        checks=args.queries_per_role,
+        dataset=name,
+        variant="original",
+        method=slug,
+        out_path=where / f"forecast-{slug}.json",
+    )
+
+
 # ------------------------------------------------------------------------- stand-ins
 def tables(corpus, bags, labels, subsets, rng) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Documents, splits and 300-d unit embeddings of a stand-in, as the workflow's
@@ -186,21 +209,8 @@ def plan(args) -> None:
             inputs = solver.prepare(documents, embeddings, weighting)
             seconds = pair_seconds(inputs, args.pairs, args.seed)
             full = matrices * pairs * seconds
-            record = forecast.run_forecast(
-                where / "documents.parquet",
-                where / "splits.parquet",
-                embeddings_of(where, slug),
-                weighting,
-                None,
-                n_shards=args.shards,
-                threads=args.threads,
-                queries_per_role=args.queries_per_role,
-                seed=args.seed,
-                checks=args.queries_per_role,
-                dataset=name,
-                variant="original",
-                method=slug,
-                out_path=where / f"forecast-{slug}.json",
+            record = forecast_search(
+                where, embeddings_of(where, slug), weighting, args.shards, name, slug, args
             )
             knn = 2 * record["forecast"]["cpu_seconds"]  # original and clean
             m = record["measured"]
@@ -246,22 +256,7 @@ def check_corpus(name: str, documents, splits, embeddings_path: Path, args) -> t
     io.write_table(documents, where / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(splits, where / "splits.parquet", schemas.SPLITS)
     started = time.perf_counter()
-    record = forecast.run_forecast(
-        where / "documents.parquet",
-        where / "splits.parquet",
-        embeddings_path,
-        "bow",
-        None,
-        n_shards=args.check_shards,
-        threads=args.threads,
-        queries_per_role=args.queries_per_role,
-        seed=args.seed,
-        checks=args.queries_per_role,
-        dataset=name,
-        variant="original",
-        method="wmd",
-        out_path=where / "forecast.json",
-    )
+    record = forecast_search(where, embeddings_path, "bow", args.check_shards, name, "wmd", args)
     forecast_wall = time.perf_counter() - started
     solves, cpu0, wall0 = 0, time.process_time(), time.perf_counter()
     shard_cpu = []

@@ -174,6 +174,21 @@ def table_outputs(what: str = "the inputs (dataset, variant, method)") -> tuple[
 
 WMD_PATHS = Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON)", json_value)
 SEED = Arg("--seed", "seed", "seed of the job's random draws (from the config)", int)
+# a knn search (and its forecast) of the clean variant: the original's solved pairs
+REUSED_PAIRS = (
+    path(
+        "--reuse-pairs",
+        "reuse_pairs",
+        "another variant's neighbour pairs whose distances are taken, not solved",
+        required=False,
+    ),
+    path(
+        "--reuse-documents",
+        "reuse_documents",
+        "the documents of --reuse-pairs (must hold these documents unchanged)",
+        required=False,
+    ),
+)
 ONE_FOLD_SPLITS = Arg(
     "--splits",
     "splits_path",
@@ -354,18 +369,7 @@ COMMANDS: tuple[Command, ...] = (
             Arg("--threads", "threads", "solver threads", int),
             path("--out-pairs", "out_pairs"),
             path("--out-certificates", "out_certificates"),
-            path(
-                "--reuse-pairs",
-                "reuse_pairs",
-                "another variant's neighbour pairs whose distances are taken, not solved",
-                required=False,
-            ),
-            path(
-                "--reuse-documents",
-                "reuse_documents",
-                "the documents of --reuse-pairs (must hold these documents unchanged)",
-                required=False,
-            ),
+            *REUSED_PAIRS,
         ),
     ),
     Command(
@@ -387,18 +391,7 @@ COMMANDS: tuple[Command, ...] = (
             path("--variant", "variant"),
             path("--method", "method", "the method's slug"),
             path("--out", "out_path"),
-            path(
-                "--reuse-pairs",
-                "reuse_pairs",
-                "another variant's neighbour pairs the search takes, not solves",
-                required=False,
-            ),
-            path(
-                "--reuse-documents",
-                "reuse_documents",
-                "the documents of --reuse-pairs (must hold these documents unchanged)",
-                required=False,
-            ),
+            *REUSED_PAIRS,
         ),
     ),
     Command(

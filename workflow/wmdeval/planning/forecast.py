@@ -351,7 +351,7 @@ def run_forecast(
     ``reuse_documents``: the pairs the search itself takes from another variant
     (``run_search``'s), which the sample takes too.
     """
-    from ..distances.wmd.reuse import read_known
+    from ..distances.wmd.reuse import read_reused
     from ..distances.wmd.solver import prepare
 
     for name, value, least in (
@@ -369,11 +369,7 @@ def run_forecast(
     splits = io.read_splits(splits_path)
     inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     folds = io.fold_indices(splits, inputs.doc_ids)
-    if (reuse_pairs is None) != (reuse_documents is None):
-        raise WmdevalError("reusing pairs needs both their pairs and documents files")
-    known = None
-    if reuse_pairs is not None:
-        known = read_known(reuse_pairs, reuse_documents, documents)
+    known = read_reused(reuse_pairs, reuse_documents, documents)
     setup = time.process_time() - cpu0
     measured = measure(
         inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known

@@ -16,6 +16,7 @@ whose words or counts differ between the two files.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 
 import numpy as np
@@ -23,6 +24,8 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.variant import positions
+
+LOG = logging.getLogger("wmdeval.distances.wmd")
 
 
 class KnownPairs(Mapping):
@@ -119,4 +122,16 @@ def read_known(pairs_path, documents_path, documents: pa.Table) -> KnownPairs:
     )
 
 
-__all__ = ["KnownPairs", "check_same_documents", "known_pairs", "read_known"]
+def read_reused(reuse_pairs, reuse_documents, documents: pa.Table) -> KnownPairs | None:
+    """A search job's ``--reuse-pairs``/``--reuse-documents``: the pairs it takes
+    (:func:`read_known`), or None without them; one without the other is refused."""
+    if (reuse_pairs is None) != (reuse_documents is None):
+        raise io.WmdevalError("reusing pairs needs both their pairs and documents files")
+    if reuse_pairs is None:
+        return None
+    known = read_known(reuse_pairs, reuse_documents, documents)
+    LOG.info("%d solved pair(s) of these documents in %s", len(known), reuse_pairs)
+    return known
+
+
+__all__ = ["KnownPairs", "check_same_documents", "known_pairs", "read_known", "read_reused"]

@@ -67,7 +67,7 @@ from .bounds import (
     safety_margin,
 )
 from .pairs import document_work
-from .reuse import read_known
+from .reuse import read_reused
 from .solver import WmdInputs, _blas, prepare, solve_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -539,12 +539,7 @@ def run_search(
     inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
     _log_empty(documents, inputs)
     folds = io.fold_indices(splits, inputs.doc_ids)
-    if (reuse_pairs is None) != (reuse_documents is None):
-        raise io.WmdevalError("reusing pairs needs both their pairs and documents files")
-    known = None
-    if reuse_pairs is not None:
-        known = read_known(reuse_pairs, reuse_documents, documents)
-        LOG.info("%d solved pair(s) of these documents in %s", len(known), reuse_pairs)
+    known = read_reused(reuse_pairs, reuse_documents, documents)
     stats = SearchStats()
     pairs, certificates = search_shard(
         inputs, folds, settings, shard, n_shards, threads, stats, known
