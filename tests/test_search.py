@@ -374,6 +374,41 @@ def test_the_tighter_bound_saves_solves_not_scores(monkeypatch):
     assert with_ict.tight >= with_ict.solves  # every solved pair passed the bound first
 
 
+def test_a_query_stops_computing_ict_bounds_that_prove_nothing(monkeypatch):
+    docs, emb = clustered(300, per_topic=40, sizes=(10, 30))
+    splits = five_folds(300)
+    total = {}
+    for trial in (8, 10**9):  # judged after 8 bounds, never judged
+        monkeypatch.setattr(search, "ICT_TRIAL", trial)
+        calls: dict[int, int] = {}
+
+        def useless(inputs, q, c, costs=None):  # an ICT bound that is never above 0
+            calls[q] = calls.get(q, 0) + len(c)
+            return np.zeros(len(c))
+
+        monkeypatch.setattr(search, "constrained_transfers", useless)
+        stats = search.SearchStats()
+        full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=stats)
+        assert pruned == full
+        total[trial] = sum(calls.values())
+    # after the trial, none (bounds computed before a list's k nearest were known, with
+    # no finite limit to prove anything against, are not judged and still computed)
+    assert total[8] < 0.8 * total[10**9], total
+
+
+def test_the_dual_bounds_tries_change_solves_not_scores(monkeypatch):
+    docs, emb = clustered(300, per_topic=40, sizes=(10, 30))
+    splits = five_folds(300)
+    results = {}
+    for tries in (1, search.POTENTIALS):
+        monkeypatch.setattr(search, "DUAL_TRIES", tries)
+        stats = search.SearchStats()
+        full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=stats)
+        assert pruned == full
+        results[tries] = stats.solves
+    assert results[search.POTENTIALS] <= results[1], results
+
+
 def test_shards_and_threads_do_not_change_a_byte():
     docs, emb = clustered(120, seed=3)
     splits = five_folds(120)
