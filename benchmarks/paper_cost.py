@@ -316,6 +316,12 @@ def pair_seconds(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
         return (time.thread_time() - t0) / max(int(keep.sum()), 1)
 
 
+def hours(value: float) -> str:
+    """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
+    --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
+    return f"{value:.2f}" if value >= 0.1 or value == 0 else f"{value:.2g}"
+
+
 def plan(args) -> None:
     scale = 0.05 if args.quick else 1.0
     workdir = args.workdir.resolve()
@@ -361,11 +367,11 @@ def plan(args) -> None:
             m, c = record["measured"], cleaned["measured"]
             print(
                 f"| {name} | {source} | {n:,} ({n - removed:,}) | {inputs.sizes.mean():.1f} | "
-                f"{slug} | {matrices} x {pairs:,} | {1e3 * seconds:.3f} | {full / 3600:.2f} | "
+                f"{slug} | {matrices} x {pairs:,} | {1e3 * seconds:.3f} | {hours(full / 3600)} | "
                 f"{m['queries']:,} | {m['solves_per_query']:.1f} | "
-                f"{100 * m['sharing']['shared_share']:.1f} % | {knn_original / 3600:.2f} | "
+                f"{100 * m['sharing']['shared_share']:.1f} % | {hours(knn_original / 3600)} | "
                 f"{c['solves_per_query']:.1f} ({c['reused'] / max(c['sampled_queries'], 1):.1f})"
-                f" | {knn_clean / 3600:.2f} | {counted} |",
+                f" | {hours(knn_clean / 3600)} | {counted} |",
                 flush=True,
             )
             full_h += full / 3600
@@ -378,8 +384,8 @@ def plan(args) -> None:
         per_dataset.append((name, source, mode, full_h, original_h, clean_h))
         print(
             f"|   {name}: {source}, {n:,} documents ({removed:,} duplicate(s) removed in the "
-            f"clean variant), all methods: full {full_h:.2f} CPU-h, knn {original_h:.2f} "
-            f"original + {clean_h:.2f} clean CPU-h ({time.perf_counter() - started:.0f} s, "
+            f"clean variant), all methods: full {hours(full_h)} CPU-h, knn {hours(original_h)} "
+            f"original + {hours(clean_h)} clean CPU-h ({time.perf_counter() - started:.0f} s, "
             f"{helper_s:.0f} s of them the uncounted original searches of the clean "
             "samples) |",
             flush=True,
@@ -394,14 +400,14 @@ def plan(args) -> None:
         knn_h = original_h + clean_h
         chosen = knn_h if mode == "knn" else full_h
         print(
-            f"| {name} | {source} | {mode} | {full_h:.2f} | {original_h:.2f} | {clean_h:.2f} | "
-            f"{knn_h:.2f} | {chosen:.2f} |"
+            f"| {name} | {source} | {mode} | {hours(full_h)} | {hours(original_h)} | "
+            f"{hours(clean_h)} | {hours(knn_h)} | {hours(chosen)} |"
         )
     print(
-        f"| **all** | | | **{totals['full']:.1f}** | "
-        f"**{sum(row[4] for row in per_dataset):.1f}** | "
-        f"**{sum(row[5] for row in per_dataset):.1f}** | **{totals['knn']:.1f}** | "
-        f"**{totals['plan']:.1f}** |"
+        f"| **all** | | | **{hours(totals['full'])}** | "
+        f"**{hours(sum(row[4] for row in per_dataset))}** | "
+        f"**{hours(sum(row[5] for row in per_dataset))}** | **{hours(totals['knn'])}** | "
+        f"**{hours(totals['plan'])}** |"
     )
     print(
         "knn: each variant's forecast; the clean variant is the workflow's duplicate "
