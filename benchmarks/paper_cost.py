@@ -27,8 +27,11 @@ WMD-TF-IDF, WRD, WMD on 5-d PCA vectors):
     NEIGHBOUR_PAIRS file, and the clean forecast reads them as the reused pairs. This is
     an **upper bound** of the clean variant's cost: the real run's original pairs also
     hold the pairs other queries' searches visited with a sampled query as candidate,
-    which the clean search would take too. That helper search is not counted (the
-    real run's original search is the original's forecast). WMD-TF-IDF's IDF depends on
+    which the clean search would take too. (The forecast's sharing check also searches
+    a few co-queries with that file, which holds only the sampled queries' pairs, so
+    what they visit may differ a little from the real run; their CPU is not in the
+    forecast.) That helper search is not counted (the real run's original search is
+    the original's forecast). WMD-TF-IDF's IDF depends on
     the variant, so it has no reuse: the clean variant's own forecast, or the
     original's again when cleaning removed no document (the same documents).
 
