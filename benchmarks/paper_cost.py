@@ -322,7 +322,9 @@ def pair_seconds(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
 def hours(value: float) -> str:
     """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
     --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
-    return f"{value:.2f}" if value >= 0.1 or value == 0 else f"{value:.2g}"
+    if value >= 0.1 or value <= 0:
+        return f"{value:.2f}"
+    return f"{value:.{1 - int(np.floor(np.log10(value)))}f}"
 
 
 def plan(args) -> None:
