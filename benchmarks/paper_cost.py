@@ -12,8 +12,28 @@ WMD-TF-IDF, WRD, WMD on 5-d PCA vectors):
   dataset's words per document (``--pairs`` random pairs, one thread);
 * **knn**: the forecast of the ``wmd_forecast`` rule's function
   (:func:`wmdeval.planning.forecast.run_forecast`, ``--queries-per-role`` sampled
-  queries of each role) for the original variant, counted twice: the clean variant of a
-  stand-in loses (almost) no document, since a stand-in has (almost) no duplicates.
+  queries of each role) for each variant, as the workflow runs it:
+
+  - **original**: the forecast of the original variant;
+  - **clean**: the stand-in's clean variant is made by the workflow's own jobs
+    (:func:`wmdeval.cleaning.duplicates.run_duplicates`'s survivors,
+    :func:`wmdeval.cleaning.vocabulary.run_select`'s documents and splits). For WMD,
+    WRD and PCA WMD the workflow's clean search takes the original variant's merged
+    neighbour pairs (``--reuse-pairs``/``--reuse-documents``) and solves only what they
+    lack, so its forecast must sample that search. The original's whole search is too
+    expensive to run here, but the clean forecast's sampled queries only look up pairs
+    they visit: the original's search is run for those sampled queries alone (the
+    sample is seeded, so it is known before the forecast runs), its pairs written as a
+    NEIGHBOUR_PAIRS file, and the clean forecast reads them as the reused pairs. This is
+    an **upper bound** of the clean variant's cost: the real run's original pairs also
+    hold the pairs other queries' searches visited with a sampled query as candidate,
+    which the clean search would take too. (The forecast's sharing check also searches
+    a few co-queries with that file, which holds only the sampled queries' pairs, so
+    what they visit may differ a little from the real run; their CPU is not in the
+    forecast.) That helper search is not counted (the real run's original search is
+    the original's forecast). WMD-TF-IDF's IDF depends on
+    the variant, so it has no reuse: the clean variant's own forecast, or the
+    original's again when cleaning removed no document (the same documents).
 
 It prints per dataset and method both CPU estimates, the mode config/paper.yaml gives the
 dataset (auto: knn from 2,000 documents), and the totals. ``--quick``: every stand-in at
@@ -46,7 +66,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import knn_pruning  # noqa: E402  (the check corpora's preparation)
 import paper_scale  # noqa: E402  (the stand-ins' generators)
 
+from wmdeval.cleaning import duplicates, vocabulary  # noqa: E402
 from wmdeval.core import io, schemas  # noqa: E402
+from wmdeval.core.roles import query_roles  # noqa: E402
 from wmdeval.distances.pca import project_embeddings  # noqa: E402
 from wmdeval.distances.wmd import search, solver  # noqa: E402
 from wmdeval.ingest.embeddings import embeddings_table  # noqa: E402
@@ -63,11 +85,27 @@ METHODS = (
 AUTO_MIN_DOCUMENTS = 2000
 
 
+#: Methods whose clean search takes the original's pairs (common.smk's
+#: VARIANT_FREE_METHODS); WMD-TF-IDF's weights depend on the variant's corpus.
+REUSED = ("wmd", "wrd", "wmd-pca5")
+
+
 def forecast_search(
-    where: Path, embeddings_path, weighting: str, n_shards: int, name: str, slug: str, args
+    where: Path,
+    embeddings_path,
+    weighting: str,
+    n_shards: int,
+    name: str,
+    slug: str,
+    args,
+    variant: str = "original",
+    reuse: tuple[Path, Path] | None = None,
 ) -> dict:
-    """The wmd_forecast job's function on the original variant prepared in ``where``
-    (documents.parquet, splits.parquet), default evaluation settings; its record."""
+    """The wmd_forecast job's function on the variant prepared in ``where``
+    (documents.parquet, splits.parquet), default evaluation settings; its record.
+    ``reuse``: (pairs, documents) files the variant's search takes pairs from, as the
+    clean variant's wmd_forecast gets them (``--reuse-pairs``/``--reuse-documents``)."""
+    reuse_pairs, reuse_documents = reuse if reuse is not None else (None, None)
     return forecast.run_forecast(
         where / "documents.parquet",
         where / "splits.parquet",
@@ -80,10 +118,112 @@ def forecast_search(
         seed=args.seed,
         checks=args.queries_per_role,
         dataset=name,
-        variant="original",
+        variant=variant,
         method=slug,
         out_path=where / f"forecast-{slug}.json",
+        reuse_pairs=reuse_pairs,
+        reuse_documents=reuse_documents,
     )
+
+
+def prepared(where: Path, embeddings_path, weighting: str):
+    """A variant's prepared inputs and the query roles of its search (default evaluation
+    settings), with the functions the search and the forecast use."""
+    documents = io.read_documents(where / "documents.parquet")
+    inputs = solver.prepare(documents, io.read_embeddings(embeddings_path), weighting)
+    folds = io.fold_indices(io.read_splits(where / "splits.parquet"), inputs.doc_ids)
+    return inputs, query_roles(folds, inputs.empty, None)
+
+
+def forecast_sample(where: Path, embeddings_path, weighting: str, args) -> np.ndarray:
+    """The doc ids of the queries :func:`forecast_search` will sample on the variant in
+    ``where``: forecast.sample_queries on the same roles and seed as its ``measure``, so
+    the original's pairs for them can be searched before the clean forecast runs
+    (the forecast's record, ``sampled_doc_ids``, is checked against them after)."""
+    inputs, roles = prepared(where, embeddings_path, weighting)
+    sampled = forecast.sample_queries(roles, args.queries_per_role, args.seed, inputs.sizes)
+    return inputs.doc_ids[sampled].astype(np.int64)
+
+
+def original_pairs(
+    original: Path, embeddings_path, weighting: str, doc_ids: np.ndarray, out: Path, threads: int
+) -> tuple[int, float]:
+    """Search the original variant (in ``original``) for the queries ``doc_ids`` only,
+    with the query tasks a search shard gives them, and write the pairs they visit as a
+    NEIGHBOUR_PAIRS file: the part of the original's merged pairs that the clean
+    forecast's sampled queries can look up. (pairs written, wall seconds)."""
+    started = time.perf_counter()
+    inputs, roles = prepared(original, embeddings_path, weighting)
+    at = np.searchsorted(inputs.doc_ids, doc_ids)
+    if np.any(at >= inputs.n) or np.any(inputs.doc_ids[np.minimum(at, inputs.n - 1)] != doc_ids):
+        raise SystemExit(f"{original}: a sampled clean query is not an original document")
+    tasks = search.query_tasks(roles, inputs.empty, at)
+    pairs, _ = search.search_queries(inputs, tasks, threads)
+    io.write_table(pairs, out, schemas.NEIGHBOUR_PAIRS)
+    return pairs.num_rows, time.perf_counter() - started
+
+
+def clean_variant(where: Path, name: str, seed: int) -> Path:
+    """The stand-in's clean variant in ``where/clean``, made as the workflow makes it:
+    the duplicates job's survivors (config ``duplicates.seed``: ``seed``) and the
+    select_variant job's documents and splits. Made again every run (it is cheap), so
+    it never lags its original."""
+    clean = where / "clean"
+    duplicates.run_duplicates(
+        str(where / "documents.parquet"),
+        str(where / "splits.parquet"),
+        name,
+        seed,
+        str(clean / "groups.parquet"),
+        str(clean / "summary.parquet"),
+        str(clean / "kept.parquet"),
+    )
+    vocabulary.run_select(
+        str(where / "documents.parquet"),
+        str(where / "splits.parquet"),
+        str(clean / "documents.parquet"),
+        str(clean / "splits.parquet"),
+        str(clean / "kept.parquet"),
+    )
+    return clean
+
+
+def clean_forecast(
+    where: Path, clean: Path, removed: int, slug: str, weighting: str, original: dict, args, name
+) -> tuple[dict, str, float]:
+    """The clean variant's forecast record as the workflow runs its search, how it was
+    counted, and the wall seconds of the uncounted helper search (see the module's
+    docstring): with the original's pairs of the sampled queries for a method of
+    :data:`REUSED`, else its own forecast (the original's when no document was
+    removed)."""
+    embeddings = embeddings_of(where, slug)
+    if slug not in REUSED:
+        if removed == 0:
+            return original, "same documents: original's", 0.0
+        record = forecast_search(
+            clean, embeddings, weighting, args.shards, name, slug, args, variant="clean"
+        )
+        return record, "own (no reuse)", 0.0
+    sample = forecast_sample(clean, embeddings, weighting, args)
+    reused = clean / f"original-pairs-{slug}.parquet"
+    n_pairs, helper = original_pairs(where, embeddings, weighting, sample, reused, args.threads)
+    record = forecast_search(
+        clean,
+        embeddings,
+        weighting,
+        args.shards,
+        name,
+        slug,
+        args,
+        variant="clean",
+        reuse=(reused, where / "documents.parquet"),
+    )
+    if record["measured"]["sampled_doc_ids"] != sample.tolist():
+        raise SystemExit(
+            f"{name}/{slug}: the clean forecast sampled other queries than were searched on "
+            "the original (forecast.measure no longer samples as forecast_sample does)"
+        )
+    return record, f"reuse of {n_pairs:,} pairs (upper bound)", helper
 
 
 # ------------------------------------------------------------------------- stand-ins
@@ -179,6 +319,14 @@ def pair_seconds(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
         return (time.thread_time() - t0) / max(int(keep.sum()), 1)
 
 
+def hours(value: float) -> str:
+    """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
+    --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
+    if value >= 0.1 or value <= 0:
+        return f"{value:.2f}"
+    return f"{value:.{1 - int(np.floor(np.log10(value)))}f}"
+
+
 def plan(args) -> None:
     scale = 0.05 if args.quick else 1.0
     workdir = args.workdir.resolve()
@@ -188,9 +336,10 @@ def plan(args) -> None:
         flush=True,
     )
     print(
-        "| dataset | source | docs | words/doc | method | full: pairs | full: ms/pair | "
-        "full CPU h | knn: queries | knn: solves/query | knn: shared | knn CPU h (forecast) |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | source | docs (clean) | words/doc | method | full: pairs | full: ms/pair | "
+        "full CPU h | knn: queries | knn: solves/query | knn: shared | "
+        "knn CPU h original | clean: solves (reused)/query | knn CPU h clean | clean counted |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         flush=True,
     )
     totals = {"full": 0.0, "knn": 0.0, "plan": 0.0}
@@ -201,9 +350,11 @@ def plan(args) -> None:
         documents = io.read_documents(where / "documents.parquet")
         splits = io.read_splits(where / "splits.parquet")
         n = documents.num_rows
+        clean = clean_variant(where, name, args.duplicates_seed)
+        removed = n - io.read_documents(clean / "documents.parquet").num_rows
         pairs = full_pairs(splits, n)
         mode = "knn" if n >= AUTO_MIN_DOCUMENTS * scale else "full"
-        full_h = knn_h = 0.0
+        full_h = original_h = clean_h = helper_s = 0.0
         for slug, weighting, matrices in METHODS:
             embeddings = io.read_embeddings(embeddings_of(where, slug))
             inputs = solver.prepare(documents, embeddings, weighting)
@@ -212,40 +363,64 @@ def plan(args) -> None:
             record = forecast_search(
                 where, embeddings_of(where, slug), weighting, args.shards, name, slug, args
             )
-            knn = 2 * record["forecast"]["cpu_seconds"]  # original and clean
-            m = record["measured"]
+            cleaned, counted, helper = clean_forecast(
+                where, clean, removed, slug, weighting, record, args, name
+            )
+            helper_s += helper
+            knn_original = record["forecast"]["cpu_seconds"]
+            knn_clean = cleaned["forecast"]["cpu_seconds"]
+            m, c = record["measured"], cleaned["measured"]
             print(
-                f"| {name} | {source} | {n:,} | {inputs.sizes.mean():.1f} | {slug} | "
-                f"{matrices} x {pairs:,} | {1e3 * seconds:.3f} | {full / 3600:.2f} | "
+                f"| {name} | {source} | {n:,} ({n - removed:,}) | {inputs.sizes.mean():.1f} | "
+                f"{slug} | {matrices} x {pairs:,} | {1e3 * seconds:.3f} | {hours(full / 3600)} | "
                 f"{m['queries']:,} | {m['solves_per_query']:.1f} | "
-                f"{100 * m['sharing']['shared_share']:.1f} % | {knn / 3600:.2f} |",
+                f"{100 * m['sharing']['shared_share']:.1f} % | {hours(knn_original / 3600)} | "
+                f"{c['solves_per_query']:.1f} ({c['reused'] / max(c['sampled_queries'], 1):.1f})"
+                f" | {hours(knn_clean / 3600)} | {counted} |",
                 flush=True,
             )
             full_h += full / 3600
-            knn_h += knn / 3600
+            original_h += knn_original / 3600
+            clean_h += knn_clean / 3600
+        knn_h = original_h + clean_h
         totals["full"] += full_h
         totals["knn"] += knn_h
         totals["plan"] += knn_h if mode == "knn" else full_h
-        per_dataset.append((name, source, mode, full_h, knn_h))
+        per_dataset.append((name, source, mode, full_h, original_h, clean_h))
         print(
-            f"|   {name}: {source}, {n:,} documents, all methods: full {full_h:.2f} CPU-h, "
-            f"knn {knn_h:.2f} CPU-h ({time.perf_counter() - started:.0f} s) |",
+            f"|   {name}: {source}, {n:,} documents ({removed:,} duplicate(s) removed in the "
+            f"clean variant), all methods: full {hours(full_h)} CPU-h, knn {hours(original_h)} "
+            f"original + {hours(clean_h)} clean CPU-h ({time.perf_counter() - started:.0f} s, "
+            f"{helper_s:.0f} s of them the uncounted original searches of the clean "
+            "samples) |",
             flush=True,
         )
     print()
-    print("| dataset | source | mode (paper.yaml) | full CPU h | knn CPU h | plan CPU h |")
-    print("|---|---|---|---|---|---|")
-    for name, source, mode, full_h, knn_h in per_dataset:
-        chosen = knn_h if mode == "knn" else full_h
-        print(f"| {name} | {source} | {mode} | {full_h:.2f} | {knn_h:.2f} | {chosen:.2f} |")
     print(
-        f"| **all** | | | **{totals['full']:.1f}** | **{totals['knn']:.1f}** | "
-        f"**{totals['plan']:.1f}** |"
+        "| dataset | source | mode (paper.yaml) | full CPU h | knn CPU h original | "
+        "knn CPU h clean | knn CPU h | plan CPU h |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, source, mode, full_h, original_h, clean_h in per_dataset:
+        knn_h = original_h + clean_h
+        chosen = knn_h if mode == "knn" else full_h
+        print(
+            f"| {name} | {source} | {mode} | {hours(full_h)} | {hours(original_h)} | "
+            f"{hours(clean_h)} | {hours(knn_h)} | {hours(chosen)} |"
+        )
+    print(
+        f"| **all** | | | **{hours(totals['full'])}** | "
+        f"**{hours(sum(row[4] for row in per_dataset))}** | "
+        f"**{hours(sum(row[5] for row in per_dataset))}** | **{hours(totals['knn'])}** | "
+        f"**{hours(totals['plan'])}** |"
     )
     print(
-        "knn: the forecast of the original variant counted for both variants; full: every "
-        "solved matrix (WMD-TF-IDF per variant, the others once); CPU of this machine, "
-        "shared with other work"
+        "knn: each variant's forecast; the clean variant is the workflow's duplicate "
+        "removal of the stand-in, its WMD, WRD and PCA WMD forecast with the original's "
+        "pairs of its sampled queries reused (an upper bound: the real run reuses more "
+        "pairs), its WMD-TF-IDF forecast its own (the original's if no document was "
+        "removed); full: every solved matrix (WMD-TF-IDF per variant, the others once); "
+        "CPU of this machine, shared with other work"
     )
 
 
@@ -342,6 +517,12 @@ def main() -> None:
     parser.add_argument("--queries-per-role", type=int, default=10)
     parser.add_argument("--pairs", type=int, default=300, help="pairs timed per method")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--duplicates-seed",
+        type=int,
+        default=0,
+        help="the clean variant's survivors (config duplicates.seed; paper: 0)",
+    )
     parser.add_argument("--check", action="store_true", help="forecast against measured")
     parser.add_argument("--check-documents", type=int, default=2000)
     parser.add_argument("--check-shards", type=int, default=2)
@@ -354,6 +535,9 @@ def main() -> None:
         "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
     )
     args = parser.parse_args()
+    for option in ("seed", "duplicates_seed"):
+        if getattr(args, option) < 0:
+            parser.error(f"--{option.replace('_', '-')} must be >= 0")
     if args.check:
         check(args)
     else:
