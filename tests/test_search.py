@@ -382,7 +382,7 @@ def test_a_query_stops_computing_ict_bounds_that_prove_nothing(monkeypatch):
         monkeypatch.setattr(search, "ICT_TRIAL", trial)
         calls: dict[int, int] = {}
 
-        def useless(inputs, q, c, costs=None):  # an ICT bound that is never above 0
+        def useless(inputs, q, c, costs=None, calls=calls):  # ICT that is never above 0
             calls[q] = calls.get(q, 0) + len(c)
             return np.zeros(len(c))
 
