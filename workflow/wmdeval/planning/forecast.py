@@ -26,11 +26,11 @@ a seeded sample of the method's queries, and scales it to every query:
   several times over (600 reviews: 2.5x). The kernels are loaded by an untimed search
   of one query first. The set-up is timed as the search runs it: the building thread's
   CPU with BLAS at one thread. Timed on its own as process CPU without that limit, it
-  counted BLAS's waiting worker threads too, more on a loaded machine: on 20 Newsgroups
-  (2,000 documents, 90 sampled queries, the set-up code of then) 17.6 s in the check,
-  4.6 s again at a load of 3, 2.4 s with the limit. Taken from the sample's 28.0 s, it
-  left 0.12 s per query where the shards spent about 0.27 (forecast / measured CPU
-  0.59), and made a query look dearer in a large job than alone (0.136 s for 43
+  counted BLAS's waiting worker threads too, apparently more on a busier machine: on 20
+  Newsgroups (2,000 documents, 90 sampled queries, the set-up code of then) 17.6 s in
+  the check, 4.6 s again at a load of 3, 2.4 s with the limit. Taken from the sample's
+  28.0 s, it left 0.12 s per query where the shards spent about 0.27 (forecast /
+  measured CPU 0.59), and made a query look dearer in a large job than alone (0.136 s for 43
   queries, 0.244 s in their 541-query shard). Searched alone and inside that shard,
   the same queries cost the same CPU (one thread: 0.282 and 0.285 s per query).
 
