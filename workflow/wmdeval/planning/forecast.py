@@ -19,11 +19,20 @@ a seeded sample of the method's queries, and scales it to every query:
   and of their CPU (the bounds are per query and are not shared);
 * **per job**: reading the inputs and preparing them, and the bounds' set-up for the
   job's queries (:class:`~wmdeval.distances.wmd.bounds.LowerBounds`: a fixed part and
-  one growing with the queries' vocabulary, timed on its own for the sample and for the
-  shard of the widest vocabulary, and interpolated between the two for each shard), are
-  paid by every shard; a per-query figure that included them would overestimate a
-  shard of many queries several times over (600 reviews: 2.5x). The kernels are loaded
-  by an untimed search of one query first.
+  one growing with the queries' vocabulary, the sample's as its search paid it,
+  ``SearchStats.setup_seconds``, and the shard of the widest vocabulary's timed on its
+  own, interpolated between the two for each shard), are paid by every shard; a
+  per-query figure that included them would overestimate a shard of many queries
+  several times over (600 reviews: 2.5x). The kernels are loaded by an untimed search
+  of one query first. The set-up is timed as the search runs it: the building thread's
+  CPU with BLAS at one thread. Timed on its own as process CPU without that limit, it
+  counted BLAS's waiting worker threads too, apparently more on a busier machine: on 20
+  Newsgroups (2,000 documents, 90 sampled queries, the set-up code of then) 17.6 s in
+  the check, 4.6 s again at a load of 3, 2.4 s with the limit. Taken from the sample's
+  28.0 s, it left 0.12 s per query where the shards spent about 0.27 (forecast /
+  measured CPU 0.59), and made a query look dearer in a large job than alone (0.136 s for 43
+  queries, 0.244 s in their 541-query shard). Searched alone and inside that shard,
+  the same queries cost the same CPU (one thread: 0.282 and 0.285 s per query).
 
 Each shard's CPU is its share of the queries' CPU (the larger of its share of the
 queries and its share of the estimated work by which :func:`query_shards` cuts them) plus
@@ -227,20 +236,21 @@ def measure(
         # untimed: loads (or compiles) the bounds' kernels, as every job does once
         first = int(sampled[0])
         search.search_queries(inputs, {first: tasks[first]}, threads, known=known)
-    # the bounds' set-up, paid once per job: timed for the sample and for the shard of
-    # the largest query vocabulary (the set-up has a fixed part and one growing with it)
-    cpu0 = time.process_time()
-    LowerBounds(inputs, sampled)
-    init = time.process_time() - cpu0
+    # the bounds' set-up, paid once per job: the sample's own, as its search paid it, and
+    # the shard of the largest query vocabulary's (the set-up has a fixed part and one
+    # growing with it), timed as a search pays it: CPU of the building thread, with BLAS
+    # at one thread (a timing without the limit counts BLAS's waiting threads too)
     shards = search.query_shards(inputs.sizes, queries, n_shards)
     widest = max(shards, key=lambda shard: _vocabulary(inputs, shard))
-    cpu0 = time.process_time()
-    LowerBounds(inputs, widest)
-    widest_init = time.process_time() - cpu0
+    with _blas().limit(limits=1, user_api="blas"):
+        cpu0 = time.thread_time()
+        LowerBounds(inputs, widest)
+        widest_init = time.thread_time() - cpu0
     stats = search.SearchStats()
     cpu0 = time.process_time()
     pairs, _ = search.search_queries(inputs, tasks, threads, stats, known)
     cpu = time.process_time() - cpu0
+    init = stats.setup_seconds
     per_query = max(cpu - init, 0.0)
     m = max(len(sampled), 1)
 
