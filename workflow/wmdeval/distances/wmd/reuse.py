@@ -235,14 +235,32 @@ def read_floors(
     """:func:`certificate_floors` of the searching variant (``inputs``, ``folds``) from the
     original's merged NEIGHBOUR_CERTIFICATES file, its SPLITS and DOCUMENTS files: the
     original's lists are recomputed from them as its search computed them (the same
-    ``settings``, its documents empty under ``weighting``)."""
+    ``settings``, its documents empty under ``weighting``).
+
+    Under "bow" and "wrd" a document's emptiness is its own (no corpus statistic), and
+    the searching variant's documents are the original's unchanged (:func:`read_known`
+    checked them), so only the original's other documents are prepared to learn theirs:
+    a second :func:`~.solver.prepare` of the whole original would double the job's peak
+    memory for nothing."""
     from .solver import prepare
 
+    if weighting == "tfidf":
+        raise io.WmdevalError(
+            f"{certificates_path}: TF-IDF weights depend on the corpus, so another "
+            "variant's certificates do not hold"
+        )
     original = io.read_documents(documents_path)
     original_ids = original.column("doc_id").to_numpy()
     if np.any(np.diff(original_ids) <= 0):
         raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
-    original_empty = prepare(original, embeddings, weighting).empty
+    original_empty = np.zeros(len(original_ids), dtype=bool)
+    mine = np.isin(original_ids, inputs.doc_ids)
+    original_empty[mine] = inputs.empty[np.searchsorted(inputs.doc_ids, original_ids[mine])]
+    others = np.flatnonzero(~mine)
+    if len(others):
+        original_empty[others] = prepare(
+            original.take(pa.array(others)), embeddings, weighting
+        ).empty
     original_folds = io.fold_indices(io.read_splits(splits_path), original_ids)
     certificates = io.read_table(certificates_path, schemas.NEIGHBOUR_CERTIFICATES)
     try:
