@@ -432,4 +432,17 @@ def test_run_search_takes_the_certificates_and_refuses_mismatched_ones(tmp_path)
         run(clean, "bad", **dict(files, reuse_certificates=tmp_path / "original.parquet"))
     with pytest.raises(io.WmdevalError, match="needs all of --reuse-pairs"):
         run(clean, "bad", reuse_pairs=files["reuse_pairs"], reuse_documents=orig["documents"])
+    # TF-IDF's distances (and bounds) depend on the corpus: its certificates do not carry
+    inputs = solver.prepare(clean_docs, emb, "tfidf")
+    with pytest.raises(io.WmdevalError, match="TF-IDF weights depend on the corpus"):
+        reuse.read_floors(
+            files["reuse_certificates"],
+            orig["splits"],
+            orig["documents"],
+            inputs,
+            io.fold_indices(clean_splits, inputs.doc_ids),
+            None,
+            emb,
+            "tfidf",
+        )
     assert not (tmp_path / "bad.parquet").exists()
