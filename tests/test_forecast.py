@@ -233,6 +233,7 @@ def test_the_clean_variants_forecast_takes_the_pairs_its_search_reuses(tmp_path)
     search.search_shard(inputs, folds, None, 0, 1, 1, stats, known, floors)
     assert with_["solves"] == stats.solves < without["solves"]
     assert with_["reused"] == stats.reused > 0 and without["reused"] == 0
+    assert with_["floored"] == stats.floored > 0 and without["floored"] == 0
 
 
 def test_bad_input_stops_with_one_line_and_no_file(tmp_path, capsys):

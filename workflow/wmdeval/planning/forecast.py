@@ -310,6 +310,7 @@ def measure(
         "solves": int(stats.solves),
         "solves_per_query": stats.solves / m,
         "reused": int(stats.reused),
+        "floored": int(stats.floored),  # candidate lists settled by certificates
         "cpu_seconds": cpu,
         "bounds_setup": {
             "sample_vocabulary": vocabulary,
