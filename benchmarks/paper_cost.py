@@ -20,11 +20,13 @@ WMD-TF-IDF, WRD, WMD on 5-d PCA vectors):
     :func:`wmdeval.cleaning.vocabulary.run_select`'s documents and splits). For WMD,
     WRD and PCA WMD the workflow's clean search takes the original variant's merged
     neighbour pairs (``--reuse-pairs``/``--reuse-documents``) and solves only what they
-    lack, so its forecast must sample that search. The original's whole search is too
+    lack, and skips the lists their certificates settle (``--reuse-certificates``/
+    ``--reuse-splits``), so its forecast must sample that search. The original's whole search is too
     expensive to run here, but the clean forecast's sampled queries only look up pairs
     they visit: the original's search is run for those sampled queries alone (the
-    sample is seeded, so it is known before the forecast runs), its pairs written as a
-    NEIGHBOUR_PAIRS file, and the clean forecast reads them as the reused pairs. This is
+    sample is seeded, so it is known before the forecast runs), its pairs and
+    certificates written as NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES files, and the
+    clean forecast reads them as the reused pairs and certificates. This is
     an **upper bound** of the clean variant's cost: the real run's original pairs also
     hold the pairs other queries' searches visited with a sampled query as candidate,
     which the clean search would take too. (The forecast's sharing check also searches
@@ -99,13 +101,16 @@ def forecast_search(
     slug: str,
     args,
     variant: str = "original",
-    reuse: tuple[Path, Path] | None = None,
+    reuse: tuple[Path, Path, Path, Path] | None = None,
 ) -> dict:
     """The wmd_forecast job's function on the variant prepared in ``where``
     (documents.parquet, splits.parquet), default evaluation settings; its record.
-    ``reuse``: (pairs, documents) files the variant's search takes pairs from, as the
-    clean variant's wmd_forecast gets them (``--reuse-pairs``/``--reuse-documents``)."""
-    reuse_pairs, reuse_documents = reuse if reuse is not None else (None, None)
+    ``reuse``: (pairs, documents, certificates, splits) files the variant's search takes
+    pairs and certificates from, as the clean variant's wmd_forecast gets them
+    (``--reuse-pairs``/``--reuse-documents``/``--reuse-certificates``/``--reuse-splits``)."""
+    reuse_pairs, reuse_documents, reuse_certificates, reuse_splits = (
+        reuse if reuse is not None else (None, None, None, None)
+    )
     return forecast.run_forecast(
         where / "documents.parquet",
         where / "splits.parquet",
@@ -123,6 +128,8 @@ def forecast_search(
         out_path=where / f"forecast-{slug}.json",
         reuse_pairs=reuse_pairs,
         reuse_documents=reuse_documents,
+        reuse_certificates=reuse_certificates,
+        reuse_splits=reuse_splits,
     )
 
 
@@ -146,20 +153,28 @@ def forecast_sample(where: Path, embeddings_path, weighting: str, args) -> np.nd
 
 
 def original_pairs(
-    original: Path, embeddings_path, weighting: str, doc_ids: np.ndarray, out: Path, threads: int
+    original: Path,
+    embeddings_path,
+    weighting: str,
+    doc_ids: np.ndarray,
+    out: Path,
+    out_certificates: Path,
+    threads: int,
 ) -> tuple[int, float]:
     """Search the original variant (in ``original``) for the queries ``doc_ids`` only,
     with the query tasks a search shard gives them, and write the pairs they visit as a
-    NEIGHBOUR_PAIRS file: the part of the original's merged pairs that the clean
-    forecast's sampled queries can look up. (pairs written, wall seconds)."""
+    NEIGHBOUR_PAIRS file and their certificates as a NEIGHBOUR_CERTIFICATES file: the
+    part of the original's merged tables that the clean forecast's sampled queries can
+    look up. (pairs written, wall seconds)."""
     started = time.perf_counter()
     inputs, roles = prepared(original, embeddings_path, weighting)
     at = np.searchsorted(inputs.doc_ids, doc_ids)
     if np.any(at >= inputs.n) or np.any(inputs.doc_ids[np.minimum(at, inputs.n - 1)] != doc_ids):
         raise SystemExit(f"{original}: a sampled clean query is not an original document")
     tasks = search.query_tasks(roles, inputs.empty, at)
-    pairs, _ = search.search_queries(inputs, tasks, threads)
+    pairs, certificates = search.search_queries(inputs, tasks, threads)
     io.write_table(pairs, out, schemas.NEIGHBOUR_PAIRS)
+    io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
     return pairs.num_rows, time.perf_counter() - started
 
 
@@ -206,7 +221,10 @@ def clean_forecast(
         return record, "own (no reuse)", 0.0
     sample = forecast_sample(clean, embeddings, weighting, args)
     reused = clean / f"original-pairs-{slug}.parquet"
-    n_pairs, helper = original_pairs(where, embeddings, weighting, sample, reused, args.threads)
+    certified = clean / f"original-pairs-{slug}.certificates.parquet"
+    n_pairs, helper = original_pairs(
+        where, embeddings, weighting, sample, reused, certified, args.threads
+    )
     record = forecast_search(
         clean,
         embeddings,
@@ -216,7 +234,7 @@ def clean_forecast(
         slug,
         args,
         variant="clean",
-        reuse=(reused, where / "documents.parquet"),
+        reuse=(reused, where / "documents.parquet", certified, where / "splits.parquet"),
     )
     if record["measured"]["sampled_doc_ids"] != sample.tolist():
         raise SystemExit(

@@ -196,21 +196,29 @@ def test_the_forecast_counts_solves_the_way_the_shards_do(tmp_path):
 
 
 def test_the_clean_variants_forecast_takes_the_pairs_its_search_reuses(tmp_path):
-    """With the original's pairs (as the clean variant's wmd_search takes them), the
-    forecast counts the solves of the search that reuses them, not of one from nothing."""
+    """With the original's pairs and certificates (as the clean variant's wmd_search takes
+    them), the forecast counts the solves of the search that reuses them, not of one from
+    nothing."""
     docs, emb, splits, paths = corpus(tmp_path, n=40, seed=7)
     inputs = solver.prepare(docs, emb, "bow")
     folds = io.fold_indices(splits, inputs.doc_ids)
-    pairs, _ = search.search_shard(inputs, folds, None, 0, 1, 1)
+    pairs, certificates = search.search_shard(inputs, folds, None, 0, 1, 1)
     # "the original": the same documents searched from nothing, so the pairs taken
     # cover what the search visits
     io.write_table(pairs, tmp_path / "original_pairs.parquet", schemas.NEIGHBOUR_PAIRS)
+    io.write_table(
+        certificates, tmp_path / "original_certificates.parquet", schemas.NEIGHBOUR_CERTIFICATES
+    )
     reused = [*forecast_args(paths, tmp_path / "with.json", shards=1, per_role=1000)]
     reused += [
         "--reuse-pairs",
         str(tmp_path / "original_pairs.parquet"),
         "--reuse-documents",
         str(paths["documents"]),
+        "--reuse-certificates",
+        str(tmp_path / "original_certificates.parquet"),
+        "--reuse-splits",
+        str(paths["splits"]),
     ]
     assert cli.main(reused) == 0
     assert cli.main(forecast_args(paths, tmp_path / "without.json", shards=1, per_role=1000)) == 0
@@ -218,9 +226,14 @@ def test_the_clean_variants_forecast_takes_the_pairs_its_search_reuses(tmp_path)
     without = json.loads((tmp_path / "without.json").read_text())["measured"]
     stats = search.SearchStats()
     known = reuse.known_pairs(pairs, inputs.doc_ids, "original")
-    search.search_shard(inputs, folds, None, 0, 1, 1, stats, known)
+    roles = query_roles(folds, inputs.empty, None)
+    floors = reuse.certificate_floors(
+        inputs.doc_ids, inputs.empty, roles, inputs.doc_ids, inputs.empty, roles, certificates, "o"
+    )
+    search.search_shard(inputs, folds, None, 0, 1, 1, stats, known, floors)
     assert with_["solves"] == stats.solves < without["solves"]
     assert with_["reused"] == stats.reused > 0 and without["reused"] == 0
+    assert with_["floored"] == stats.floored > 0 and without["floored"] == 0
 
 
 def test_bad_input_stops_with_one_line_and_no_file(tmp_path, capsys):

@@ -5,11 +5,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_search import clustered, five_folds, knn_tables, one_fold
+from test_search import clustered, five_folds, full_matrix, knn_tables, one_fold
 
 from wmdeval.classification import knn
 from wmdeval.cleaning.vocabulary import run_sample, select_variant
 from wmdeval.core import io, schemas
+from wmdeval.core.roles import candidates_key, query_roles
 from wmdeval.distances.wmd import reuse, search, solver
 
 
@@ -158,12 +159,13 @@ def test_run_search_reuses_the_files_and_refuses_changed_documents(tmp_path):
 
     run(orig, "original")
     fresh = run(clean, "fresh")
-    reused = run(
-        clean,
-        "reused",
-        reuse_pairs=tmp_path / "original.parquet",
-        reuse_documents=orig["documents"],
-    )
+    files = {
+        "reuse_pairs": tmp_path / "original.parquet",
+        "reuse_documents": orig["documents"],
+        "reuse_certificates": tmp_path / "original.certificates.parquet",
+        "reuse_splits": orig["splits"],
+    }
+    reused = run(clean, "reused", **files)
     assert reused.solves < fresh.solves and reused.reused > 0
     tables = {
         name: search.read_neighbour_tables(
@@ -187,9 +189,9 @@ def test_run_search_reuses_the_files_and_refuses_changed_documents(tmp_path):
     with pytest.raises(
         io.WmdevalError, match=r"changed-documents.parquet: doc_id 7 has other counts"
     ):
-        run(clean, "bad", reuse_pairs=tmp_path / "original.parquet", reuse_documents=changed)
+        run(clean, "bad", **dict(files, reuse_documents=changed))
     assert not (tmp_path / "bad.parquet").exists()
-    with pytest.raises(io.WmdevalError, match="needs both"):
+    with pytest.raises(io.WmdevalError, match="needs all of --reuse-pairs"):
         run(clean, "bad", reuse_pairs=tmp_path / "original.parquet")
 
 
@@ -219,3 +221,228 @@ def test_the_clean_sample_is_the_original_sample_cut_to_the_clean_documents(tmp_
         pa.compute.is_in(clean_splits.column("doc_id"), pa.array(clean_ids))
     )
     assert sample_splits.equals(wanted.cast(schemas.SPLITS))
+
+
+# ------------------------------------------------------------------- the original's certificates
+
+
+def floors_of(orig, orig_splits, orig_certificates, clean, clean_splits, settings=None):
+    """The clean queries' floors from the original's certificates (what read_floors does
+    from the files)."""
+    return reuse.certificate_floors(
+        clean.doc_ids,
+        clean.empty,
+        query_roles(io.fold_indices(clean_splits, clean.doc_ids), clean.empty, settings),
+        orig.doc_ids,
+        orig.empty,
+        query_roles(io.fold_indices(orig_splits, orig.doc_ids), orig.empty, settings),
+        orig_certificates,
+        "original.certificates.parquet",
+    )
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_certificates_settle_lists_without_changing_a_byte(weighting):
+    n = 180
+    splits = five_folds(n, seed=1)
+    (orig, orig_splits), (clean, clean_splits), (docs, clean_docs) = both_variants(
+        n, 5, splits, weighting
+    )
+    original_pairs, original_certificates = knn_tables(orig, orig_splits, n_shards=2)
+    known = reuse.known_pairs(original_pairs, clean.doc_ids, "original")
+    floors = floors_of(orig, orig_splits, original_certificates, clean, clean_splits)
+    folds_ = io.fold_indices(clean_splits, clean.doc_ids)
+    roles = query_roles(folds_, clean.empty, None)
+    test_keys = {candidates_key(r.candidates) for r in roles if r.name == "test"}
+    # every test list of the clean variant is its fold's original training list less the
+    # copies; the validation lists are drawn from the clean training lists, so most are
+    # not within an original list: no floor
+    assert {key for _, key in floors} >= test_keys
+    assert any(candidates_key(r.candidates) not in {k for _, k in floors} for r in roles)
+
+    # a dropped copy is among the original top k of some query (the fallback must run)
+    dropped = np.setdiff1d(orig.doc_ids, clean.doc_ids)
+    assert np.isin(original_pairs.column("candidate").to_numpy(), dropped).any()
+
+    plain = search.SearchStats()
+    without = search.search_shard(clean, folds_, None, 0, 1, 1, plain, known)
+    runs = []
+    for n_shards, threads in ((1, 1), (3, 2)):
+        stats = search.SearchStats()
+        parts = [
+            search.search_shard(clean, folds_, None, s, n_shards, threads, stats, known, floors)
+            for s in range(n_shards)
+        ]
+        runs.append(
+            (pa.concat_tables([p for p, _ in parts]), pa.concat_tables([c for _, c in parts]))
+        )
+        # some lists are settled by their floor, some fall back to the search
+        assert 0 < stats.floored < len(floors), (stats.floored, len(floors))
+        if n_shards == 1:
+            assert stats.solves < plain.solves, (stats.solves, plain.solves)
+    assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
+    pairs, certificates = runs[0]
+    search.check_complete(pairs, certificates, clean.doc_ids, "clean")
+    assert certificates.select(["query", "candidates", "k"]).equals(
+        without[1].select(["query", "candidates", "k"])
+    )
+    # the certificates hold: every candidate not among the pairs is at least the bound
+    exact = full_matrix(clean, clean_splits)
+    held = {(r["query"], r["candidate"]) for r in pairs.to_pylist()}
+    position = {int(d): k for k, d in enumerate(clean.doc_ids)}
+    by_key = {candidates_key(r.candidates): r.candidates for r in roles}
+    for row in certificates.to_pylist():
+        q = position[row["query"]]
+        for c in by_key[row["candidates"]].tolist():
+            if (row["query"], int(clean.doc_ids[c])) not in held and np.isfinite(exact[q, c]):
+                assert exact[q, c] >= row["unsolved_bound"] * (1 - 1e-9)
+    # the same scores as without the certificates and as the full mode's matrix
+    slug = "wmd" if weighting == "bow" else "wrd"
+    scores = [
+        knn.evaluate_dataset(
+            clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={slug: tables}
+        ).to_pylist()
+        for tables in (without, (pairs, certificates))
+    ]
+    full = knn.evaluate_dataset(
+        clean_docs, clean_splits, {slug: (clean.doc_ids, exact)}, None, "t", "clean"
+    ).to_pylist()
+    assert scores[0] == scores[1] == full
+
+
+def certificate_table(rows):
+    return pa.table(
+        {
+            "query": pa.array([r[0] for r in rows], pa.int32()),
+            "candidates": pa.array([r[1] for r in rows], pa.string()),
+            "k": pa.array([r[2] for r in rows], pa.int32()),
+            "unsolved_bound": pa.array([r[3] for r in rows], pa.float64()),
+        },
+        schema=schemas.NEIGHBOUR_CERTIFICATES,
+    )
+
+
+def test_a_floor_needs_a_superset_list_and_a_large_enough_k():
+    from wmdeval.core.roles import QueryRole
+
+    ids = np.array([10, 11, 12, 13, 14, 15], dtype=np.int32)
+    none_empty = np.zeros(6, dtype=bool)
+    # original lists over positions of `ids`: A = {11..15}, B = {12, 13}
+    big, small = np.array([1, 2, 3, 4, 5]), np.array([2, 3])
+    orig_roles = [
+        QueryRole(0, "test", np.array([0]), big, 3),
+        QueryRole(0, "knn-validation", np.array([0]), small, 2),
+    ]
+    certs = certificate_table(
+        [(10, candidates_key(big), 3, 2.5), (10, candidates_key(small), 2, 4.0)]
+    )
+    # the clean variant lacks doc_id 14: its lists over its own positions
+    clean_ids = np.array([10, 11, 12, 13, 15], dtype=np.int32)
+    within = np.array([1, 2, 4])  # {11, 12, 15}: within A only
+    pair = np.array([2, 3])  # {12, 13}: within A and B
+    outside_k = np.array([2, 3])
+    roles = [
+        QueryRole(0, "test", np.array([0]), within, 3),
+        QueryRole(1, "test", np.array([0]), pair, 2),
+    ]
+    floors = reuse.certificate_floors(
+        clean_ids, np.zeros(5, dtype=bool), roles, ids, none_empty, orig_roles, certs, "c"
+    )
+    assert floors == {(0, candidates_key(within)): 2.5, (0, candidates_key(pair)): 4.0}
+    # a larger k than B's: only A's bound; a list outside every original list: none
+    roles = [
+        QueryRole(0, "test", np.array([0]), outside_k, 3),
+        QueryRole(0, "test", np.array([0]), np.array([0, 1]), 1),  # holds the query itself
+    ]
+    floors = reuse.certificate_floors(
+        clean_ids, np.zeros(5, dtype=bool), roles, ids, none_empty, orig_roles, certs, "c"
+    )
+    assert floors == {(0, candidates_key(outside_k)): 2.5}
+    # a certificate for a list the original's roles do not give: refused
+    bad = certificate_table([(10, candidates_key(np.array([1, 2])), 3, 1.0)])
+    with pytest.raises(io.WmdevalError, match=r"^orig.parquet: the certificate of doc_id 10"):
+        reuse.certificate_floors(
+            clean_ids,
+            np.zeros(5, dtype=bool),
+            roles,
+            ids,
+            none_empty,
+            orig_roles,
+            bad,
+            "orig.parquet",
+        )
+
+
+def test_run_search_takes_the_certificates_and_refuses_mismatched_ones(tmp_path):
+    docs, emb, kept = with_duplicates(90, 2)
+    splits = five_folds(90, seed=2)
+    clean_docs, clean_splits = select_variant(docs, splits, kept)
+    orig = write_variant_files(tmp_path, docs, splits, emb, "original")
+    clean = write_variant_files(tmp_path, clean_docs, clean_splits, emb, "clean")
+
+    def run(paths, out, settings=None, **reuse_files):
+        return search.run_search(
+            paths["documents"],
+            paths["splits"],
+            paths["embeddings"],
+            "bow",
+            settings,
+            0,
+            1,
+            1,
+            tmp_path / f"{out}.parquet",
+            tmp_path / f"{out}.certificates.parquet",
+            **reuse_files,
+        )
+
+    files = {
+        "reuse_pairs": tmp_path / "original.parquet",
+        "reuse_documents": orig["documents"],
+        "reuse_certificates": tmp_path / "original.certificates.parquet",
+        "reuse_splits": orig["splits"],
+    }
+    run(orig, "original")
+    fresh = run(clean, "fresh")
+    floored = run(clean, "floored", **files)
+    assert floored.floored > 0 and floored.solves < fresh.solves
+    tables = [
+        search.read_neighbour_tables(
+            tmp_path / f"{name}.parquet", tmp_path / f"{name}.certificates.parquet"
+        )
+        for name in ("fresh", "floored")
+    ]
+    scores = [
+        knn.evaluate_dataset(
+            clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={"wmd": t}
+        ).to_pylist()
+        for t in tables
+    ]
+    assert scores[0] == scores[1]
+
+    # certificates of a search under other settings (other lists): one line naming them
+    other = {"knn": {"seed": 7}, "wknn": {"seed": 8}}
+    run(orig, "other", settings=other)
+    mismatched = dict(files, reuse_certificates=tmp_path / "other.certificates.parquet")
+    with pytest.raises(
+        io.WmdevalError, match=r"other.certificates.parquet: the certificate of doc_id \d+ names"
+    ):
+        run(clean, "bad", **mismatched)
+    # not a certificates file, or some of the four files without the others
+    with pytest.raises(io.WmdevalError, match=r"original.parquet: missing column\(s\)"):
+        run(clean, "bad", **dict(files, reuse_certificates=tmp_path / "original.parquet"))
+    with pytest.raises(io.WmdevalError, match="needs all of --reuse-pairs"):
+        run(clean, "bad", reuse_pairs=files["reuse_pairs"], reuse_documents=orig["documents"])
+    # TF-IDF's distances (and bounds) depend on the corpus: its certificates do not carry
+    inputs = solver.prepare(clean_docs, emb, "tfidf")
+    with pytest.raises(io.WmdevalError, match="TF-IDF weights depend on the corpus"):
+        reuse.read_floors(
+            files["reuse_certificates"],
+            orig["splits"],
+            orig["documents"],
+            inputs,
+            io.fold_indices(clean_splits, inputs.doc_ids),
+            None,
+            emb,
+            "tfidf",
+        )
+    assert not (tmp_path / "bad.parquet").exists()

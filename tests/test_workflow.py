@@ -455,7 +455,7 @@ def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
 
 def test_knn_mode_clean_variant_reuses_the_originals_pairs_and_sample(knn_run):
     """The clean variant's searches of WMD, WRD and PCA WMD take the original's solved
-    pairs (their scores are full mode's, test above); its sample is the original's
+    pairs and certificates (their scores are full mode's, test above); its sample is the original's
     without the dropped duplicates, its WMD matrix cut from the original sample's."""
     import re
 
@@ -468,6 +468,12 @@ def test_knn_mode_clean_variant_reuses_the_originals_pairs_and_sample(knn_run):
             int(re.search(r"(\d+) distances reused", log.read_text()).group(1)) for log in logs
         ]
         assert (sum(counts) > 0) == reused, (method, counts)
+        # and its certificates: lists within an original list of the query need no search
+        settled = [
+            int(re.search(r"(\d+) lists settled by certificates", log.read_text()).group(1))
+            for log in logs
+        ]
+        assert (sum(settled) > 0) == reused, (method, settled)
     root = knn_run / "results/subjects"
     ids = {
         variant: set(

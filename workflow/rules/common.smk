@@ -310,8 +310,9 @@ VARIANT_FREE_METHODS = "wmd|wrd|wmd-pca[0-9]+"
 
 
 def search_reuse(wildcards):
-    """A search job's --reuse-pairs/--reuse-documents inputs: the original variant's merged
-    neighbour pairs and its documents for the clean variant's search of a method of
+    """A search job's --reuse-pairs/--reuse-documents/--reuse-certificates/--reuse-splits
+    inputs: the original variant's merged neighbour pairs and certificates, its documents
+    and splits (its candidate lists) for the clean variant's search of a method of
     VARIANT_FREE_METHODS; none otherwise."""
     d, method = wildcards.dataset, wildcards.method
     if wildcards.variant != "clean" or not re.fullmatch(VARIANT_FREE_METHODS, method):
@@ -319,15 +320,19 @@ def search_reuse(wildcards):
     return {
         "reuse_pairs": f"results/{d}/original/neighbours/{method}.parquet",
         "reuse_documents": f"results/{d}/original/documents.parquet",
+        "reuse_certificates": f"results/{d}/original/neighbours/{method}.certificates.parquet",
+        "reuse_splits": f"results/{d}/original/splits.parquet",
     }
 
 
 def search_reuse_arguments(wildcards, input):
-    """The search job's --reuse-pairs and --reuse-documents (empty without them)."""
+    """The search job's four --reuse-* arguments (empty without them)."""
     if "reuse_pairs" not in input.keys():
         return ""
     return (
         f"--reuse-pairs {input.reuse_pairs} --reuse-documents {input.reuse_documents}"
+        f" --reuse-certificates {input.reuse_certificates}"
+        f" --reuse-splits {input.reuse_splits}"
     )
 
 

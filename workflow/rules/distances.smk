@@ -139,8 +139,10 @@ ruleorder: wmd_subset > wmd_gather
 # search.py and bounds.py). Stored in query shards ("<k>-of-<wmd.search_shards>"), one job
 # each, then combined per method into a neighbour table that evaluate reads. The clean
 # variant's search of WMD, WRD and PCA WMD takes the pairs the original's solved between
-# two clean documents instead of solving them again (search_reuse; wmdeval/distances/wmd/
-# reuse.py): the same tables, fewer solves.
+# two clean documents instead of solving them again, and its certificates: a clean list
+# within an original list of the same query needs no search once the certificate's bound
+# is beyond the k-th known distance (search_reuse; wmdeval/distances/wmd/reuse.py): the
+# same top k, fewer solves.
 rule wmd_search:
     input:
         unpack(search_reuse),

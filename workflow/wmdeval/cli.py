@@ -174,7 +174,8 @@ def table_outputs(what: str = "the inputs (dataset, variant, method)") -> tuple[
 
 WMD_PATHS = Arg("--wmd", "wmd_paths", "{method slug: matrix path} (JSON)", json_value)
 SEED = Arg("--seed", "seed", "seed of the job's random draws (from the config)", int)
-# a knn search (and its forecast) of the clean variant: the original's solved pairs
+# a knn search (and its forecast) of the clean variant: the original's solved pairs and
+# certificates (all four files or none)
 REUSED_PAIRS = (
     path(
         "--reuse-pairs",
@@ -186,6 +187,18 @@ REUSED_PAIRS = (
         "--reuse-documents",
         "reuse_documents",
         "the documents of --reuse-pairs (must hold these documents unchanged)",
+        required=False,
+    ),
+    path(
+        "--reuse-certificates",
+        "reuse_certificates",
+        "the certificates of --reuse-pairs: lists they prove need no search",
+        required=False,
+    ),
+    path(
+        "--reuse-splits",
+        "reuse_splits",
+        "the splits of --reuse-pairs (its candidate lists are recomputed from them)",
         required=False,
     ),
 )

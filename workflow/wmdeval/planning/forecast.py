@@ -215,11 +215,13 @@ def measure(
     seed: int,
     checks: int,
     known=None,
+    floors=None,
 ) -> dict:
     """Time the search on a seeded sample of queries and measure its sharing (see the
     module's docstring). ``inputs``: the prepared documents (``solver.prepare``);
     ``known``: the pairs the search takes from another variant instead of solving them
-    (``search_queries``'s), so the clean variant's forecast counts only what it solves."""
+    (``search_queries``'s), so the clean variant's forecast counts only what it solves;
+    ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise."""
     from ..distances.wmd import search
     from ..distances.wmd.bounds import LowerBounds
     from ..distances.wmd.solver import _blas, wmd_pair
@@ -235,7 +237,7 @@ def measure(
     if len(sampled):
         # untimed: loads (or compiles) the bounds' kernels, as every job does once
         first = int(sampled[0])
-        search.search_queries(inputs, {first: tasks[first]}, threads, known=known)
+        search.search_queries(inputs, {first: tasks[first]}, threads, known=known, floors=floors)
     # the bounds' set-up, paid once per job: the sample's own, as its search paid it, and
     # the shard of the largest query vocabulary's (the set-up has a fixed part and one
     # growing with it), timed as a search pays it: CPU of the building thread, with BLAS
@@ -248,7 +250,7 @@ def measure(
         widest_init = time.thread_time() - cpu0
     stats = search.SearchStats()
     cpu0 = time.process_time()
-    pairs, _ = search.search_queries(inputs, tasks, threads, stats, known)
+    pairs, _ = search.search_queries(inputs, tasks, threads, stats, known, floors)
     cpu = time.process_time() - cpu0
     init = stats.setup_seconds
     per_query = max(cpu - init, 0.0)
@@ -278,7 +280,9 @@ def measure(
     )
     hits = tried = 0
     for c in checked:
-        found, _ = search.search_queries(inputs, {c: co_tasks[c]}, threads, known=known)
+        found, _ = search.search_queries(
+            inputs, {c: co_tasks[c]}, threads, known=known, floors=floors
+        )
         visited = set(
             np.searchsorted(inputs.doc_ids, found.column("candidate").to_numpy()).tolist()
         )
@@ -306,6 +310,7 @@ def measure(
         "solves": int(stats.solves),
         "solves_per_query": stats.solves / m,
         "reused": int(stats.reused),
+        "floored": int(stats.floored),  # candidate lists settled by certificates
         "cpu_seconds": cpu,
         "bounds_setup": {
             "sample_vocabulary": vocabulary,
@@ -352,16 +357,19 @@ def run_forecast(
     out_path,
     reuse_pairs=None,
     reuse_documents=None,
+    reuse_certificates=None,
+    reuse_splits=None,
 ) -> dict:
     """Measure and forecast one method's neighbour search; write the forecast (JSON).
 
     ``settings``: the ``evaluation:`` config (it decides the query roles);
     ``queries_per_role``, ``seed``: ``wmd.forecast_queries`` and ``wmd.forecast_seed``;
     ``checks``: co-queries searched to measure the sharing; ``reuse_pairs``,
-    ``reuse_documents``: the pairs the search itself takes from another variant
-    (``run_search``'s), which the sample takes too.
+    ``reuse_documents``, ``reuse_certificates``, ``reuse_splits``: the pairs and
+    certificates the search itself takes from another variant (``run_search``'s), which
+    the sample takes too.
     """
-    from ..distances.wmd.reuse import read_reused
+    from ..distances.wmd.reuse import read_reuse
     from ..distances.wmd.solver import prepare
 
     for name, value, least in (
@@ -377,12 +385,25 @@ def run_forecast(
     if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
         raise WmdevalError(f"{documents_path}: doc_id must be ascending")
     splits = io.read_splits(splits_path)
-    inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
+    embeddings = io.read_embeddings(embeddings_path)
+    inputs = prepare(documents, embeddings, weighting)
     folds = io.fold_indices(splits, inputs.doc_ids)
-    known = read_reused(reuse_pairs, reuse_documents, documents)
+    known, floors = read_reuse(
+        documents,
+        inputs,
+        folds,
+        settings,
+        embeddings,
+        weighting,
+        reuse_pairs,
+        reuse_documents,
+        reuse_certificates,
+        reuse_splits,
+    )
+    del embeddings
     setup = time.process_time() - cpu0
     measured = measure(
-        inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known
+        inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known, floors
     )
     measured["setup_cpu_seconds"] = setup
     measured["peak_mb"] = peak_mb()

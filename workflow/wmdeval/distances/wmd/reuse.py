@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core import io, schemas
+from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import positions
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -49,6 +50,16 @@ class KnownPairs(Mapping):
         if at < len(self._keys) and self._keys[at] == pair:
             return float(self._values[at])
         return default
+
+    def lookup(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, distance) for many pair ids at once: bool per pair, and its distance
+        where found (a search's whole candidate list in one call, not one by one)."""
+        pairs = np.asarray(pairs, dtype=np.int64)
+        if not len(self._keys):
+            return np.zeros(len(pairs), dtype=bool), np.zeros(len(pairs))
+        at = np.minimum(np.searchsorted(self._keys, pairs), len(self._keys) - 1)
+        found = self._keys[at] == pairs
+        return found, np.where(found, self._values[at], 0.0)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._keys.tolist())
@@ -134,4 +145,186 @@ def read_reused(reuse_pairs, reuse_documents, documents: pa.Table) -> KnownPairs
     return known
 
 
-__all__ = ["KnownPairs", "check_same_documents", "known_pairs", "read_known", "read_reused"]
+def _list_ids(role: QueryRole, empty: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+    """The doc_ids a role's query is ranked among (its searched candidates: without the
+    documents empty under the method), ascending."""
+    return doc_ids[role.candidates[~empty[role.candidates]]]
+
+
+def certificate_floors(
+    doc_ids: np.ndarray,
+    empty: np.ndarray,
+    roles: list[QueryRole],
+    original_doc_ids: np.ndarray,
+    original_empty: np.ndarray,
+    original_roles: list[QueryRole],
+    certificates: pa.Table,
+    what: str,
+) -> dict[tuple[int, str], float]:
+    """Per (query position, candidate list key) of ``roles`` (the searching variant's,
+    over ``doc_ids``): the largest ``unsolved_bound`` of the original's ``certificates``
+    (NEIGHBOUR_CERTIFICATES over ``original_doc_ids``, searched for ``original_roles``)
+    for the same document among a list that holds every candidate of this one, with a k
+    at least this list's (the largest k of the roles sharing it). Only such a list
+    proves something: its certificate bounds the candidates the original left unsolved,
+    and a smaller k stops on a nearer k-th. Lists without one get no floor.
+
+    A certificate whose query is not an original document, or whose key is not a list
+    the original's roles give that query, was searched on other splits or settings:
+    WmdevalError naming ``what``. Certificates may cover only some queries (a forecast's
+    sample)."""
+    original_doc_ids = np.asarray(original_doc_ids)
+    lists: dict[str, np.ndarray] = {}
+    wanted: dict[int, set[str]] = {}  # original doc_id -> keys its roles give it
+    for role in original_roles:
+        key = candidates_key(role.candidates)
+        lists.setdefault(key, _list_ids(role, original_empty, original_doc_ids))
+        for q in original_doc_ids[role.queries].tolist():
+            wanted.setdefault(q, set()).add(key)
+    cert_ids = certificates.column("query").to_numpy()
+    keys = certificates.column("candidates").to_pylist()
+    ks = certificates.column("k").to_numpy().astype(np.int64)
+    bounds = certificates.column("unsolved_bound").to_numpy().astype(np.float64)
+    by_query: dict[int, list[tuple[str, int, float]]] = {}
+    for q, key, k, bound in zip(cert_ids.tolist(), keys, ks.tolist(), bounds.tolist(), strict=True):
+        if key not in wanted.get(q, ()):
+            raise io.WmdevalError(
+                f"{what}: the certificate of doc_id {q} names a candidate list that the "
+                "original's documents, splits and evaluation settings do not give it"
+            )
+        if np.isnan(bound):
+            raise io.WmdevalError(f"{what}: unsolved_bound of doc_id {q} is NaN")
+        by_query.setdefault(q, []).append((key, k, bound))
+
+    # which original lists hold each of ours (a few lists each: folds x roles)
+    holds: dict[str, set[str]] = {}
+    needed: dict[tuple[int, str], int] = {}
+    for role in roles:
+        key = candidates_key(role.candidates)
+        if key not in holds:
+            mine = _list_ids(role, empty, doc_ids)
+            holds[key] = {
+                other
+                for other, theirs in lists.items()
+                if len(mine) <= len(theirs) and np.isin(mine, theirs).all()
+            }
+        for q in role.queries.tolist():
+            needed[(q, key)] = max(needed.get((q, key), 0), role.k)
+    floors = {}
+    for (q, key), k in needed.items():
+        found = [
+            bound
+            for other, k_other, bound in by_query.get(int(doc_ids[q]), ())
+            if other in holds[key] and k_other >= k
+        ]
+        if found:
+            floors[(q, key)] = max(found)
+    return floors
+
+
+def read_floors(
+    certificates_path,
+    splits_path,
+    documents_path,
+    inputs,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    settings,
+    embeddings: pa.Table,
+    weighting: str,
+) -> dict[tuple[int, str], float]:
+    """:func:`certificate_floors` of the searching variant (``inputs``, ``folds``) from the
+    original's merged NEIGHBOUR_CERTIFICATES file, its SPLITS and DOCUMENTS files: the
+    original's lists are recomputed from them as its search computed them (the same
+    ``settings``, its documents empty under ``weighting``).
+
+    Under "bow" and "wrd" a document's emptiness is its own (no corpus statistic), and
+    the searching variant's documents are the original's unchanged (:func:`read_known`
+    checked them), so only the original's other documents are prepared to learn theirs:
+    a second :func:`~.solver.prepare` of the whole original would double the job's peak
+    memory for nothing."""
+    from .solver import prepare
+
+    if weighting == "tfidf":
+        raise io.WmdevalError(
+            f"{certificates_path}: TF-IDF weights depend on the corpus, so another "
+            "variant's certificates do not hold"
+        )
+    original = io.read_documents(documents_path)
+    original_ids = original.column("doc_id").to_numpy()
+    if np.any(np.diff(original_ids) <= 0):
+        raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
+    original_empty = np.zeros(len(original_ids), dtype=bool)
+    mine = np.isin(original_ids, inputs.doc_ids)
+    original_empty[mine] = inputs.empty[np.searchsorted(inputs.doc_ids, original_ids[mine])]
+    others = np.flatnonzero(~mine)
+    if len(others):
+        original_empty[others] = prepare(
+            original.take(pa.array(others)), embeddings, weighting
+        ).empty
+    original_folds = io.fold_indices(io.read_splits(splits_path), original_ids)
+    certificates = io.read_table(certificates_path, schemas.NEIGHBOUR_CERTIFICATES)
+    try:
+        certificates = certificates.cast(schemas.NEIGHBOUR_CERTIFICATES)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise io.WmdevalError(f"{certificates_path}: not neighbour certificates ({exc})") from None
+    floors = certificate_floors(
+        inputs.doc_ids,
+        inputs.empty,
+        query_roles(folds, inputs.empty, settings),
+        original_ids,
+        original_empty,
+        query_roles(original_folds, original_empty, settings),
+        certificates,
+        str(certificates_path),
+    )
+    LOG.info("%d candidate list(s) of these queries floored by %s", len(floors), certificates_path)
+    return floors
+
+
+def read_reuse(
+    documents: pa.Table,
+    inputs,
+    folds,
+    settings,
+    embeddings: pa.Table,
+    weighting: str,
+    reuse_pairs=None,
+    reuse_documents=None,
+    reuse_certificates=None,
+    reuse_splits=None,
+) -> tuple[KnownPairs | None, dict | None]:
+    """A search job's four reuse files (``--reuse-pairs``, ``--reuse-documents``,
+    ``--reuse-certificates``, ``--reuse-splits``): (known pairs, floors), or (None, None)
+    without them; some but not all of them are refused."""
+    given = [reuse_pairs, reuse_documents, reuse_certificates, reuse_splits]
+    if any(p is None for p in given) and any(p is not None for p in given):
+        raise io.WmdevalError(
+            "reusing another variant's search needs all of --reuse-pairs, --reuse-documents, "
+            "--reuse-certificates and --reuse-splits"
+        )
+    if reuse_pairs is None:
+        return None, None
+    known = read_reused(reuse_pairs, reuse_documents, documents)
+    floors = read_floors(
+        reuse_certificates,
+        reuse_splits,
+        reuse_documents,
+        inputs,
+        folds,
+        settings,
+        embeddings,
+        weighting,
+    )
+    return known, floors
+
+
+__all__ = [
+    "KnownPairs",
+    "certificate_floors",
+    "check_same_documents",
+    "known_pairs",
+    "read_floors",
+    "read_known",
+    "read_reuse",
+    "read_reused",
+]

@@ -33,6 +33,11 @@ in float64 like the gathered matrices and ranked by their tie key
 (:func:`~wmdeval.core.variant.tie_key`), as every ranking is. A pair is solved at most
 once per job and shared by every fold and role that needs it; a pair another search
 solved (the clean variant's search gets the original's, :mod:`.reuse`) is not solved.
+A list another search certified for the same query among a superset of its candidates
+(``floors``: the clean variant's from the original's certificates) may need no visit at
+all: every candidate whose distance is not known has a lower bound of at least the
+certificate's, so if that bound is beyond the k-th of the known distances, they are the
+list's top k.
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -69,7 +74,7 @@ from .bounds import (
     safety_margin,
 )
 from .pairs import document_work
-from .reuse import read_reused
+from .reuse import read_reuse
 from .solver import WmdInputs, _blas, prepare, solve_pair
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -115,6 +120,7 @@ class SearchStats:
     queries: int = 0
     solves: int = 0  # exact WMD solves
     reused: int = 0  # distances taken from pairs solved before (`known`), not solved
+    floored: int = 0  # (query, list) tasks settled by a floor (`floors`), not searched
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
     tight: int = 0  # (query, candidate) ICT bounds computed
@@ -182,6 +188,7 @@ def search_queries(
     threads: int = 1,
     stats: SearchStats | None = None,
     known: Mapping[int, float] | None = None,
+    floors: Mapping[tuple[int, str], float] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
@@ -196,6 +203,16 @@ def search_queries(
     other queries of the job, so neither do the pairs a query visits; they may differ
     from a search without ``known`` (other potentials, other dual bounds), never the
     distances of the pairs both visit, nor the top k.
+
+    ``floors``: (query position, candidate list key) -> a lower bound of every candidate
+    of that list whose distance to the query is not in ``known`` (:mod:`.reuse`: the
+    original variant's certificate of a superset list). Before visiting such a list,
+    the query takes the top k of its known distances (``known`` and those it used for
+    its earlier lists); if there are k and the floor passes the search's own stopping
+    test against their k-th, every known candidate of the list is taken (no solve, no
+    bound) and the floor is its certificate; else the list is searched as without it.
+    The test reads only the query's own known distances, so it does not depend on the
+    other queries of the job either.
     """
     stats = stats if stats is not None else SearchStats()
     preloaded = known if known is not None else {}
@@ -265,6 +282,10 @@ def search_queries(
         for task in tasks[q]:
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
+                continue
+            floor = floors.get((q, task.key)) if floors else None
+            if floor is not None and _floored(q, task, floor, used):
+                certificates.append((task.key, task.k, floor))
                 continue
             cands = task.candidates
             # (tie key, position) of the k nearest so far, ordered as rank_neighbours
@@ -362,6 +383,34 @@ def search_queries(
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
+
+    def _floored(q: int, task: _Task, floor: float, used: dict[int, float]) -> bool:
+        # whether the list's known distances are its top k under `floor` (see `floors`
+        # above); if so they join `used`, taken as the search would take them
+        cands = task.candidates
+        pair = np.minimum(cands, q) * n + np.maximum(cands, q)
+        if hasattr(preloaded, "lookup"):
+            found, values = preloaded.lookup(pair)
+        else:
+            got = [preloaded.get(p) for p in pair.tolist()]
+            found = np.array([g is not None for g in got], dtype=bool)
+            values = np.array([0.0 if g is None else g for g in got])
+        fresh = [
+            (c, d)
+            for c, d in zip(cands[found].tolist(), values[found].tolist(), strict=True)
+            if c not in used
+        ]
+        mine = [d for c, d in used.items() if task.member[c]]
+        if len(fresh) + len(mine) < task.k:
+            return False
+        keys = tie_key(np.array([d for _, d in fresh] + mine, dtype=np.float64))
+        if not _beyond(inputs, floor, float(np.sort(keys)[task.k - 1])):
+            return False
+        used.update(fresh)
+        with stats.lock:
+            stats.reused += len(fresh)
+            stats.floored += 1
+        return True
 
     def _known(q: int, c: int) -> bool:
         return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
@@ -487,10 +536,12 @@ def search_shard(
     threads: int = 1,
     stats: SearchStats | None = None,
     known: Mapping[int, float] | None = None,
+    floors: Mapping[tuple[int, str], float] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The neighbour tables of query shard ``shard`` (0-based) of ``n_shards``: the
     query roles of ``folds`` under the evaluation ``settings``, with the documents
-    empty under this method's weighting; ``known``: see :func:`search_queries`."""
+    empty under this method's weighting; ``known``, ``floors``: see
+    :func:`search_queries`."""
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
     roles = query_roles(folds, inputs.empty, settings)
@@ -501,7 +552,7 @@ def search_shard(
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
     tasks = query_tasks(roles, inputs.empty, mine)
-    return search_queries(inputs, tasks, threads, stats, known)
+    return search_queries(inputs, tasks, threads, stats, known, floors)
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
@@ -563,6 +614,8 @@ def run_search(
     out_certificates,
     reuse_pairs=None,
     reuse_documents=None,
+    reuse_certificates=None,
+    reuse_splits=None,
 ) -> SearchStats:
     """Search query shard ``shard`` (0-based) of ``n_shards`` and write its two tables.
 
@@ -572,6 +625,9 @@ def run_search(
     distance does not depend on the variant); its pairs between two of these documents
     are taken instead of solved (:mod:`.reuse`): the same top k and distances, fewer
     solves (the pairs visited may differ, see :func:`search_queries`).
+    ``reuse_certificates``, ``reuse_splits``: that variant's merged NEIGHBOUR_CERTIFICATES
+    file and its SPLITS file, given with the other two or not at all: its certificates
+    floor the lists of these queries that are subsets of its lists (``floors``).
     """
     if n_shards < 1 or not 0 <= shard < n_shards:
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
@@ -582,19 +638,32 @@ def run_search(
         # positions are the tie rule's order
         raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
     splits = io.read_splits(splits_path)
-    inputs = prepare(documents, io.read_embeddings(embeddings_path), weighting)
+    embeddings = io.read_embeddings(embeddings_path)
+    inputs = prepare(documents, embeddings, weighting)
     _log_empty(documents, inputs)
     folds = io.fold_indices(splits, inputs.doc_ids)
-    known = read_reused(reuse_pairs, reuse_documents, documents)
+    known, floors = read_reuse(
+        documents,
+        inputs,
+        folds,
+        settings,
+        embeddings,
+        weighting,
+        reuse_pairs,
+        reuse_documents,
+        reuse_certificates,
+        reuse_splits,
+    )
+    del embeddings
     stats = SearchStats()
     pairs, certificates = search_shard(
-        inputs, folds, settings, shard, n_shards, threads, stats, known
+        inputs, folds, settings, shard, n_shards, threads, stats, known, floors
     )
     io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
     io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
     LOG.info(
         "shard %d/%d: %d queries, %d of %d candidate pairs read (%.1f%%), %d exact solves, "
-        "%d distances reused; bounds %.1f s, search %.1f s",
+        "%d distances reused, %d lists settled by certificates; bounds %.1f s, search %.1f s",
         shard + 1,
         n_shards,
         stats.queries,
@@ -603,6 +672,7 @@ def run_search(
         100.0 * stats.pairs / max(stats.candidates, 1),
         stats.solves,
         stats.reused,
+        stats.floored,
         stats.bound_seconds,
         stats.search_seconds,
     )
