@@ -326,7 +326,7 @@ def search_reuse(wildcards):
 
 
 def search_reuse_arguments(wildcards, input):
-    """The search job's four --reuse-* arguments (empty without them)."""
+    """The search job's arguments naming the four reused files (empty without them)."""
     if "reuse_pairs" not in input.keys():
         return ""
     return (
