@@ -369,8 +369,7 @@ def run_forecast(
     certificates the search itself takes from another variant (``run_search``'s), which
     the sample takes too.
     """
-    from ..distances.wmd.reuse import read_reuse
-    from ..distances.wmd.solver import prepare
+    from ..distances.wmd.search import read_search_inputs
 
     for name, value, least in (
         ("shards", n_shards, 1),
@@ -381,26 +380,14 @@ def run_forecast(
         if value < least:
             raise WmdevalError(f"{out_path}: {name} must be >= {least}, got {value}")
     cpu0 = time.process_time()
-    documents = io.read_documents(documents_path)
-    if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
-        raise WmdevalError(f"{documents_path}: doc_id must be ascending")
-    splits = io.read_splits(splits_path)
-    embeddings = io.read_embeddings(embeddings_path)
-    inputs = prepare(documents, embeddings, weighting)
-    folds = io.fold_indices(splits, inputs.doc_ids)
-    known, floors = read_reuse(
-        documents,
-        inputs,
-        folds,
-        settings,
-        embeddings,
+    _, inputs, folds, known, floors = read_search_inputs(
+        documents_path,
+        splits_path,
+        embeddings_path,
         weighting,
-        reuse_pairs,
-        reuse_documents,
-        reuse_certificates,
-        reuse_splits,
+        settings,
+        (reuse_pairs, reuse_documents, reuse_certificates, reuse_splits),
     )
-    del embeddings
     setup = time.process_time() - cpu0
     measured = measure(
         inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known, floors

@@ -601,6 +601,24 @@ def read_neighbour_tables(pairs_path, certificates_path) -> tuple[pa.Table, pa.T
     )
 
 
+def read_search_inputs(
+    documents_path, splits_path, embeddings_path, weighting: str, settings, reuse=(None,) * 4
+):
+    """What a search job (and its forecast) searches: (documents, prepared inputs, folds,
+    known pairs, floors). ``reuse``: the four reuse files (pairs, documents, certificates,
+    splits; all or none, see :func:`run_search`), read by :func:`.reuse.read_reuse`."""
+    documents = io.read_documents(documents_path)
+    if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
+        # positions are the tie rule's order
+        raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
+    splits = io.read_splits(splits_path)
+    embeddings = io.read_embeddings(embeddings_path)
+    inputs = prepare(documents, embeddings, weighting)
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    known, floors = read_reuse(documents, inputs, folds, settings, embeddings, weighting, *reuse)
+    return documents, inputs, folds, known, floors
+
+
 def run_search(
     documents_path,
     splits_path,
@@ -633,28 +651,15 @@ def run_search(
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
-    documents = io.read_documents(documents_path)
-    if np.any(np.diff(documents.column("doc_id").to_numpy()) <= 0):
-        # positions are the tie rule's order
-        raise io.WmdevalError(f"{documents_path}: doc_id must be ascending")
-    splits = io.read_splits(splits_path)
-    embeddings = io.read_embeddings(embeddings_path)
-    inputs = prepare(documents, embeddings, weighting)
-    _log_empty(documents, inputs)
-    folds = io.fold_indices(splits, inputs.doc_ids)
-    known, floors = read_reuse(
-        documents,
-        inputs,
-        folds,
-        settings,
-        embeddings,
+    documents, inputs, folds, known, floors = read_search_inputs(
+        documents_path,
+        splits_path,
+        embeddings_path,
         weighting,
-        reuse_pairs,
-        reuse_documents,
-        reuse_certificates,
-        reuse_splits,
+        settings,
+        (reuse_pairs, reuse_documents, reuse_certificates, reuse_splits),
     )
-    del embeddings
+    _log_empty(documents, inputs)
     stats = SearchStats()
     pairs, certificates = search_shard(
         inputs, folds, settings, shard, n_shards, threads, stats, known, floors
