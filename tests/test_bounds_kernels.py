@@ -103,6 +103,51 @@ def test_first_dual_bound_takes_the_potentials_in_the_order_given():
         assert winner == order[1] and value == pytest.approx(values[order[1]], rel=1e-12)
 
 
+def test_first_dual_bound_stops_after_its_first_tries_when_far_short(monkeypatch):
+    docs, emb = random_corpus(6, 20, n_words=40, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    potentials = []
+    for other in range(1, 6):
+        _, duals = solver.solve_pair(inputs, 0, other)
+        side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
+        potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
+    potentials = np.array(potentials)
+    monkeypatch.setattr(bounds, "DUAL_FIRST", 2)
+    continued = 0
+    for c in range(6, inputs.n):
+        values = np.array(
+            [bounds.dual_bound(inputs, 0, c, potentials[p : p + 1], np.inf) for p in range(5)]
+        )
+        order = np.argsort(values)  # the largest bound is tried last
+        # far short of `enough` after two tries: the best of those two
+        far = 10 * abs(values.max()) + 1.0
+        value, winner = bounds.first_dual_bound(inputs, 0, c, potentials, order, far)
+        assert winner == -1 and value == pytest.approx(values[order[1]], rel=1e-12)
+        # within DUAL_NEAR after two: the others are tried too
+        near = values[order[1]] / bounds.DUAL_NEAR
+        if values[order[1]] > 0 and values.max() > near:
+            value, winner = bounds.first_dual_bound(inputs, 0, c, potentials, order, near)
+            assert winner != -1 and value > near
+            continued += 1
+    assert continued > 0
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+@pytest.mark.parametrize("dim", [3, bounds.DIRECT_DIMENSIONS + 4])
+def test_pair_costs_are_the_word_distances(weighting, dim):
+    docs, emb = random_corpus(7, 12, n_words=30, dim=dim, max_len=9)
+    inputs = solver.prepare(docs, emb, weighting)
+    for a in range(inputs.n):
+        for b in range(inputs.n):
+            words_a, words_b = inputs.indices[a], inputs.indices[b]
+            got = bounds.pair_costs(inputs, words_a, words_b)
+            want = bounds.word_distances(inputs, words_a, words_b)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-7)
+            # a word's cost to itself is exactly 0, every other one's is not
+            same = words_a[:, None] == words_b[None, :]
+            assert (got[same] == 0).all() and (got[~same] > 0).all()
+
+
 @pytest.mark.parametrize("max_entries", [bounds.MAX_ENTRIES, 7])
 def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entries):
     monkeypatch.setattr(bounds, "MAX_ENTRIES", max_entries)  # one chunk, or many

@@ -396,7 +396,9 @@ def test_a_query_stops_computing_ict_bounds_that_prove_nothing(monkeypatch):
     assert total[8] < 0.8 * total[10**9], total
 
 
-def test_the_dual_bounds_tries_change_solves_not_scores(monkeypatch):
+@pytest.mark.parametrize("first", [1, bounds.DUAL_FIRST, search.POTENTIALS])
+def test_the_dual_bounds_tries_change_solves_not_scores(monkeypatch, first):
+    monkeypatch.setattr(bounds, "DUAL_FIRST", first)  # tries before judging the bound
     docs, emb = clustered(300, per_topic=40, sizes=(10, 30))
     splits = five_folds(300)
     results = {}

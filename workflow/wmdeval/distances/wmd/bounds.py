@@ -145,6 +145,58 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
     return d
 
 
+#: Dimensions up to which :func:`pair_costs` computes a pair's word costs in one compiled
+#: loop instead of a matrix product: in 5 dimensions (PCA WMD) the product's call and the
+#: same-word fix-up cost ~85 us of Python per pair for ~5 us of arithmetic, and a dual
+#: bound needs one such matrix per candidate (3,000 per query on 20 Newsgroups).
+DIRECT_DIMENSIONS = 16
+
+
+def pair_costs(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> np.ndarray:
+    """:func:`word_distances` of two documents' words (each distinct), for the bounds
+    of one pair. Up to DIRECT_DIMENSIONS by a compiled loop over the vectors' differences
+    (|u - v|, or max(1 - u.v, 0) for cosine), which is within float64 rounding of the
+    expansion's value, far inside :func:`safety_margin`; a word's cost to itself is
+    exactly 0 either way."""
+    if inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
+        return word_distances(inputs, words_a, words_b)
+    return _direct_costs(
+        inputs.vectors,
+        np.asarray(words_a, dtype=np.int64),
+        np.asarray(words_b, dtype=np.int64),
+        inputs.ground_cost == "cosine",
+    )
+
+
+@_kernel
+def _direct_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - compiled
+    dim = vectors.shape[1]
+    n, m = len(words_a), len(words_b)
+    # the candidate's vectors transposed, so that the loop over its words vectorises
+    other = np.empty((dim, m))
+    for j in range(m):
+        for k in range(dim):
+            other[k, j] = vectors[words_b[j], k]
+    out = np.empty((n, m))
+    for i in range(n):
+        row = out[i]
+        row[:] = 0.0
+        for k in range(dim):
+            x = vectors[words_a[i], k]
+            if cosine:
+                for j in range(m):
+                    row[j] += x * other[k, j]
+            else:
+                for j in range(m):
+                    step = x - other[k, j]
+                    row[j] += step * step
+        for j in range(m):
+            row[j] = max(1.0 - row[j], 0.0) if cosine else np.sqrt(row[j])
+            if words_b[j] == words_a[i]:
+                row[j] = 0.0
+    return out
+
+
 def _same_words(words_a: np.ndarray, words_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(rows, columns) where words_a[row] == words_b[column], int64.
 
@@ -170,11 +222,15 @@ def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np
     cancellation (absolute error ~1e-16 x the dimension); the float32 word costs of the
     bounds are off by at most 1.2e-7 absolute. An absolute part of RELATIVE_MARGIN x 1
     covers both with room to spare."""
+    return RELATIVE_MARGIN * (np.abs(distance) + margin_scale(inputs))
+
+
+def margin_scale(inputs: WmdInputs) -> float:
+    """The absolute part of :func:`safety_margin` over RELATIVE_MARGIN: 1 for cosine
+    costs, else the largest vector norm (a search calls this once, not per candidate)."""
     if inputs.ground_cost == "cosine":
-        scale = 1.0
-    else:
-        scale = float(np.sqrt(inputs.sq_norms.max())) if len(inputs.sq_norms) else 0.0
-    return RELATIVE_MARGIN * (np.abs(distance) + scale)
+        return 1.0
+    return float(np.sqrt(inputs.sq_norms.max())) if len(inputs.sq_norms) else 0.0
 
 
 def centroids(inputs: WmdInputs) -> np.ndarray:
@@ -668,15 +724,27 @@ def dual_bound(
     ICT are loose (20 Newsgroups' long posts).
 
     ``cost``: the pair's word costs [query words, candidate words] if already at hand
-    (:func:`constrained_transfers` keeps them); else computed by :func:`word_distances`.
+    (:func:`constrained_transfers` keeps them); else computed by :func:`pair_costs`.
     """
     if cost is None:
-        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+        cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
     order = np.arange(len(potentials), dtype=np.int64)
     value, _ = _dual_kernel(
-        cost, inputs.weights[query], inputs.weights[candidate], potentials, order, enough
+        cost, inputs.weights[query], inputs.weights[candidate], potentials, order, enough, -1, 0.0
     )
     return float(value)
+
+
+#: A candidate's dual bound stops after its first DUAL_FIRST potentials unless their best
+#: bound reached DUAL_NEAR of ``enough``. On 20 Newsgroups (30 queries, one thread) the
+#: proving potential is the first in 91 % of the calls that prove, while a candidate
+#: that is solved in the end fails about four calls with all of its fresh potentials,
+#: 89 % of the tries in 5 dimensions; one that fails its first 8 and is then proven was
+#: within 0.98 of ``enough`` in 79 % (5-d) and 95 % (50-d) of the cases. Against trying
+#: them all: 5-d 0.66 -> 0.56 s per query for 192 -> 195 solves, 50-d 0.53 -> 0.50 s for
+#: 117.7 -> 118.5.
+DUAL_FIRST = 8
+DUAL_NEAR = 0.98
 
 
 def first_dual_bound(
@@ -690,11 +758,13 @@ def first_dual_bound(
 ) -> tuple[float, int]:
     """(:func:`dual_bound` over the potentials ``potentials[order]``, taken in that order,
     the position in ``potentials`` of the one whose bound passed ``enough``, or -1 if
-    none did). The same bound when none passes; the search puts first the potentials
-    that proved most candidates beyond the k-th, so a pruned candidate meets its proof
-    after a few potentials, not after all of them."""
+    none did). The search orders the potentials by how near their source document is
+    to the candidate, so a pruned candidate meets its proof after a few potentials, not
+    after all of them; after DUAL_FIRST of them the rest are tried only if the best
+    bound so far is within DUAL_NEAR of ``enough`` (a bound that far short rarely
+    passes later), so the value is that of the potentials actually tried."""
     if cost is None:
-        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+        cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
     value, at = _dual_kernel(
         cost,
         inputs.weights[query],
@@ -702,14 +772,17 @@ def first_dual_bound(
         potentials,
         np.asarray(order, dtype=np.int64),
         enough,
+        DUAL_FIRST,
+        DUAL_NEAR,
     )
     return float(value), int(at)
 
 
 @_kernel
-def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough):  # pragma: no cover
+def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near):  # pragma: no cover
     n, m = cost.shape
     best = -np.inf
+    tried = 0
     g = np.empty(m)
     for p in order:
         f = potentials[p]
@@ -741,6 +814,9 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough):  # pragma: no
             best = total
         if best > enough:
             return best, p
+        tried += 1
+        if tried == first and best < near * enough:
+            break
     return best, -1
 
 
@@ -751,6 +827,8 @@ __all__ = [
     "nearest_other_word",
     "word_distances",
     "safety_margin",
+    "margin_scale",
+    "pair_costs",
     "centroids",
     "word_centroid_distance",
     "centroid_bound",

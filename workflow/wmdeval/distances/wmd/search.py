@@ -67,11 +67,12 @@ from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import tie_key
 from .blocks import _log_empty
 from .bounds import (
+    RELATIVE_MARGIN,
     LowerBounds,
     constrained_transfers,
     first_dual_bound,
+    margin_scale,
     query_potential,
-    safety_margin,
 )
 from .pairs import document_work
 from .reuse import read_reuse
@@ -164,17 +165,19 @@ def query_tasks(
     return {q: list(tasks.values()) for q, tasks in sorted(by_query.items())}
 
 
-def _beyond(inputs: WmdInputs, bound: float, kth: float) -> bool:
+def _beyond(scale: float, bound: float, kth: float) -> bool:
     """Whether a candidate of lower bound ``bound`` is proven farther than the current
     k-th distance, of tie key ``kth`` (ties with it are solved, never pruned). The margin
     is far wider than the tie key's rounding (TIE_BITS), so a candidate pruned here has
-    a key above the k-th's: it cannot tie."""
-    return bound > _limit(inputs, kth)
+    a key above the k-th's: it cannot tie. ``scale``: :func:`~.bounds.margin_scale`."""
+    return bound > _limit(scale, kth)
 
 
-def _limit(inputs: WmdInputs, kth: float) -> float:
-    """The bound above which a candidate is proven beyond a k-th distance of key ``kth``."""
-    return kth + safety_margin(inputs, kth)
+def _limit(scale: float, kth: float) -> float:
+    """The bound above which a candidate is proven beyond a k-th distance of key ``kth``:
+    ``kth`` plus its :func:`~.bounds.safety_margin`, whose absolute part ``scale`` the
+    search computes once (per candidate it was a pass over the vocabulary's norms)."""
+    return kth + RELATIVE_MARGIN * (abs(kth) + scale)
 
 
 def _key(distance: float) -> float:
@@ -215,6 +218,7 @@ def search_queries(
     other queries of the job either.
     """
     stats = stats if stats is not None else SearchStats()
+    scale = margin_scale(inputs)
     preloaded = known if known is not None else {}
     has_known = len(preloaded) > 0
     queries = np.array(sorted(tasks), dtype=np.int64)
@@ -308,7 +312,7 @@ def search_queries(
                 # stream's a lower bound of its tight one
                 from_heap = bool(waiting) and (head is None or waiting[0] <= head)
                 lb, c = waiting[0] if from_heap else head
-                if len(best) == task.k and _beyond(inputs, lb, best[-1][0]):
+                if len(best) == task.k and _beyond(scale, lb, best[-1][0]):
                     unsolved = lb  # and every other candidate's bound is at least this
                     break
                 if not from_heap:
@@ -325,7 +329,7 @@ def search_queries(
                         continue
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
-                        limit = _limit(inputs, best[-1][0]) if len(best) == task.k else np.inf
+                        limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
                         _tighten(
                             q,
                             stream,
@@ -351,7 +355,7 @@ def search_queries(
                     apart = ((sources[fresh] - means[c]) ** 2).sum(axis=1)
                     order = fresh[np.argsort(apart, kind="stable")][:DUAL_TRIES]
                     value, _ = first_dual_bound(
-                        inputs, q, c, potentials, order, _limit(inputs, best[-1][0]), costs.get(c)
+                        inputs, q, c, potentials, order, _limit(scale, best[-1][0]), costs.get(c)
                     )
                     seen[c] = held
                     tight[c] = max(tight[c], value)
@@ -404,7 +408,7 @@ def search_queries(
         if len(fresh) + len(mine) < task.k:
             return False
         keys = tie_key(np.array([d for _, d in fresh] + mine, dtype=np.float64))
-        if not _beyond(inputs, floor, float(np.sort(keys)[task.k - 1])):
+        if not _beyond(scale, floor, float(np.sort(keys)[task.k - 1])):
             return False
         used.update(fresh)
         with stats.lock:
