@@ -133,6 +133,38 @@ def test_first_dual_bound_stops_after_its_first_tries_when_far_short(monkeypatch
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])
+@pytest.mark.parametrize("dim", [5, bounds.DIRECT_DIMENSIONS + 4])
+def test_nearest_dual_bound_is_the_first_dual_bound_in_centroid_order(weighting, dim):
+    docs, emb = random_corpus(8, 16, n_words=40, dim=dim, max_len=12)
+    inputs = solver.prepare(docs, emb, weighting)
+    means = bounds.centroids(inputs)
+    potentials, sources = [], []
+    for other in range(1, 7):
+        _, duals = solver.solve_pair(inputs, 0, other)
+        side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
+        potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
+        sources.append(means[other])
+    potentials, sources = np.array(potentials), np.array(sources)
+    sources[4] = sources[2]  # a tie: the earlier potential goes first
+    for c in range(7, inputs.n):
+        for lo, hi, tries in ((0, 6, 64), (2, 6, 3), (5, 6, 1)):
+            fresh = np.arange(lo, hi)
+            apart = ((sources[fresh] - means[c]) ** 2).sum(axis=1)
+            order = fresh[np.argsort(apart, kind="stable")][:tries]
+            for enough in (np.inf, 0.0):
+                want, _ = bounds.first_dual_bound(inputs, 0, c, potentials, order, enough)
+                got = bounds.nearest_dual_bound(
+                    inputs, 0, c, potentials, sources, means[c], (lo, hi), tries, enough
+                )
+                assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+                cost = bounds.word_distances(inputs, inputs.indices[0], inputs.indices[c])
+                given = bounds.nearest_dual_bound(
+                    inputs, 0, c, potentials, sources, means[c], (lo, hi), tries, enough, cost
+                )
+                assert given == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
 @pytest.mark.parametrize("dim", [3, bounds.DIRECT_DIMENSIONS + 4])
 def test_pair_costs_are_the_word_distances(weighting, dim):
     docs, emb = random_corpus(7, 12, n_words=30, dim=dim, max_len=9)

@@ -778,6 +778,84 @@ def first_dual_bound(
     return float(value), int(at)
 
 
+def nearest_dual_bound(
+    inputs: WmdInputs,
+    query: int,
+    candidate: int,
+    potentials: np.ndarray,
+    sources: np.ndarray,
+    centre: np.ndarray,
+    fresh: tuple[int, int],
+    tries: int,
+    enough: float,
+    cost: np.ndarray | None = None,
+) -> float:
+    """:func:`first_dual_bound` over the potentials ``fresh`` = (lo, hi) of
+    ``potentials``, taken in increasing squared distance between the centroid of the
+    document each was solved against (``sources``, float64 [P, dim]) and the candidate's,
+    ``centre`` (:func:`centroids`; stable, so ties keep their order), at most ``tries``. One
+    compiled call, the candidate's word costs included (up to DIRECT_DIMENSIONS; above,
+    or if ``cost`` is given, the matrix product's): the search makes one per candidate it
+    cannot prune otherwise, thousands per query in 5 dimensions, where the Python around
+    three small calls cost as much as their arithmetic."""
+    if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
+        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+    value, _ = _nearest_dual_kernel(
+        inputs.vectors,
+        inputs.indices[query],
+        inputs.indices[candidate],
+        inputs.ground_cost == "cosine",
+        _NO_COST if cost is None else cost,
+        inputs.weights[query],
+        inputs.weights[candidate],
+        potentials,
+        sources,
+        centre,
+        fresh[0],
+        fresh[1],
+        tries,
+        enough,
+        DUAL_FIRST,
+        DUAL_NEAR,
+    )
+    return float(value)
+
+
+_NO_COST = np.empty((0, 0))
+
+
+@_kernel
+def _nearest_dual_kernel(  # pragma: no cover - compiled
+    vectors,
+    words_q,
+    words_c,
+    cosine,
+    cost,
+    mass_q,
+    mass_c,
+    potentials,
+    sources,
+    centre,
+    lo,
+    hi,
+    tries,
+    enough,
+    first,
+    near,
+):
+    if cost.shape[0] == 0:
+        cost = _direct_costs(vectors, words_q, words_c, cosine)
+    apart = np.empty(hi - lo)
+    for t in range(hi - lo):
+        total = 0.0
+        for k in range(len(centre)):
+            step = sources[lo + t, k] - centre[k]
+            total += step * step
+        apart[t] = total
+    order = np.argsort(apart, kind="mergesort")[:tries] + lo
+    return _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near)
+
+
 @_kernel
 def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near):  # pragma: no cover
     n, m = cost.shape
@@ -840,4 +918,5 @@ __all__ = [
     "query_potential",
     "dual_bound",
     "first_dual_bound",
+    "nearest_dual_bound",
 ]

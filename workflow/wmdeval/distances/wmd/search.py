@@ -14,7 +14,7 @@ document this module
    time; a query whose ICT bounds prove almost nothing beyond its cheap bounds, as in
    5 dimensions, stops computing them, see ICT_TRIAL) and waits in the queue again;
    one taken with its ICT bound first meets the dual bounds of the potentials it has
-   not seen (:func:`~.bounds.first_dual_bound`: the optimal potentials of the query's
+   not seen (:func:`~.bounds.nearest_dual_bound`: the optimal potentials of the query's
    first POTENTIALS exact solves, which bound any other candidate by weak duality; at
    most DUAL_TRIES of them, those solved against the documents whose centroids are
    nearest the candidate's first) and waits again if they raised its bound; only then
@@ -70,8 +70,8 @@ from .bounds import (
     RELATIVE_MARGIN,
     LowerBounds,
     constrained_transfers,
-    first_dual_bound,
     margin_scale,
+    nearest_dual_bound,
     query_potential,
 )
 from .pairs import document_work
@@ -351,11 +351,17 @@ def search_queries(
                     # potentials newer than its bound: they may prove it beyond the k-th;
                     # first those solved against documents nearest to it (by centroid)
                     t0 = time.thread_time()
-                    fresh = np.arange(seen.get(c, 0), held)
-                    apart = ((sources[fresh] - means[c]) ** 2).sum(axis=1)
-                    order = fresh[np.argsort(apart, kind="stable")][:DUAL_TRIES]
-                    value, _ = first_dual_bound(
-                        inputs, q, c, potentials, order, _limit(scale, best[-1][0]), costs.get(c)
+                    value = nearest_dual_bound(
+                        inputs,
+                        q,
+                        c,
+                        potentials,
+                        sources,
+                        means[c],
+                        (seen.get(c, 0), held),
+                        DUAL_TRIES,
+                        _limit(scale, best[-1][0]),
+                        costs.get(c),
                     )
                     seen[c] = held
                     tight[c] = max(tight[c], value)
