@@ -823,11 +823,11 @@ def nearest_dual_bound(
     document each was solved against (``sources``, float64 [P, dim]) and the candidate's,
     ``centre`` (:func:`centroids`; stable, so ties keep their order), at most ``tries``. One
     compiled call, the candidate's word costs included (up to DIRECT_DIMENSIONS; above,
-    or if ``cost`` is given, the matrix product's): the search makes one per candidate it
+    :func:`pair_costs`' product, unless ``cost`` is given): the search makes one per candidate it
     cannot prune otherwise, thousands per query in 5 dimensions, where the Python around
     three small calls cost as much as their arithmetic."""
     if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
-        cost = word_distances(inputs, inputs.indices[query], inputs.indices[candidate])
+        cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
     value, _ = _nearest_dual_kernel(
         inputs.vectors,
         inputs.indices[query],
