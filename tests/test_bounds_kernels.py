@@ -81,15 +81,20 @@ def test_bounds_from_the_kept_cost_matrices_are_the_bounds_computed_afresh(weigh
         assert shared == pytest.approx(afresh, rel=1e-12, abs=1e-12)
 
 
-def test_first_dual_bound_takes_the_potentials_in_the_order_given():
-    docs, emb = random_corpus(6, 20, n_words=40, dim=5, max_len=12)
-    inputs = solver.prepare(docs, emb, "bow")
+def first_potentials(inputs, others) -> np.ndarray:
+    """Document 0's potentials from its solves against ``others``, one row each."""
     potentials = []
-    for other in range(1, 6):
+    for other in others:
         _, duals = solver.solve_pair(inputs, 0, other)
         side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
         potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
-    potentials = np.array(potentials)
+    return np.array(potentials)
+
+
+def test_first_dual_bound_takes_the_potentials_in_the_order_given():
+    docs, emb = random_corpus(6, 20, n_words=40, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    potentials = first_potentials(inputs, range(1, 6))
     for c in range(6, inputs.n):
         values = [bounds.dual_bound(inputs, 0, c, potentials[p : p + 1], np.inf) for p in range(5)]
         # none passes: the best of all, whatever the order
@@ -106,12 +111,7 @@ def test_first_dual_bound_takes_the_potentials_in_the_order_given():
 def test_first_dual_bound_stops_after_its_first_tries_when_far_short(monkeypatch):
     docs, emb = random_corpus(6, 20, n_words=40, dim=5, max_len=12)
     inputs = solver.prepare(docs, emb, "bow")
-    potentials = []
-    for other in range(1, 6):
-        _, duals = solver.solve_pair(inputs, 0, other)
-        side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
-        potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
-    potentials = np.array(potentials)
+    potentials = first_potentials(inputs, range(1, 6))
     monkeypatch.setattr(bounds, "DUAL_FIRST", 2)
     continued = 0
     for c in range(6, inputs.n):
@@ -138,13 +138,8 @@ def test_nearest_dual_bound_is_the_first_dual_bound_in_centroid_order(weighting,
     docs, emb = random_corpus(8, 16, n_words=40, dim=dim, max_len=12)
     inputs = solver.prepare(docs, emb, weighting)
     means = bounds.centroids(inputs)
-    potentials, sources = [], []
-    for other in range(1, 7):
-        _, duals = solver.solve_pair(inputs, 0, other)
-        side = 0 if inputs.doc_ids[0] < inputs.doc_ids[other] else 1
-        potentials.append(bounds.query_potential(inputs, 0, duals[1 - side]))
-        sources.append(means[other])
-    potentials, sources = np.array(potentials), np.array(sources)
+    potentials = first_potentials(inputs, range(1, 7))
+    sources = means[1:7].copy()  # the centroid of the document each was solved against
     sources[4] = sources[2]  # a tie: the earlier potential goes first
     for c in range(7, inputs.n):
         for lo, hi, tries in ((0, 6, 64), (2, 6, 3), (5, 6, 1)):

@@ -250,7 +250,13 @@ def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np
     cancellation (absolute error ~1e-16 x the dimension); the float32 word costs of the
     bounds are off by at most 1.2e-7 absolute. An absolute part of RELATIVE_MARGIN x 1
     covers both with room to spare."""
-    return RELATIVE_MARGIN * (np.abs(distance) + margin_scale(inputs))
+    return scaled_margin(margin_scale(inputs), distance)
+
+
+def scaled_margin(scale: float, distance: float | np.ndarray) -> float | np.ndarray:
+    """:func:`safety_margin` with its absolute part ``scale`` (:func:`margin_scale`)
+    computed by the caller: the search asks it for every candidate it takes."""
+    return RELATIVE_MARGIN * (abs(distance) + scale)
 
 
 def margin_scale(inputs: WmdInputs) -> float:
@@ -934,6 +940,7 @@ __all__ = [
     "word_distances",
     "safety_margin",
     "margin_scale",
+    "scaled_margin",
     "pair_costs",
     "centroids",
     "word_centroid_distance",

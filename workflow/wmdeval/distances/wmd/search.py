@@ -67,12 +67,12 @@ from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import tie_key
 from .blocks import _log_empty
 from .bounds import (
-    RELATIVE_MARGIN,
     LowerBounds,
     constrained_transfers,
     margin_scale,
     nearest_dual_bound,
     query_potential,
+    scaled_margin,
 )
 from .pairs import document_work
 from .reuse import read_reuse
@@ -177,7 +177,7 @@ def _limit(scale: float, kth: float) -> float:
     """The bound above which a candidate is proven beyond a k-th distance of key ``kth``:
     ``kth`` plus its :func:`~.bounds.safety_margin`, whose absolute part ``scale`` the
     search computes once (per candidate it was a pass over the vocabulary's norms)."""
-    return kth + RELATIVE_MARGIN * (abs(kth) + scale)
+    return kth + scaled_margin(scale, kth)
 
 
 def _key(distance: float) -> float:
