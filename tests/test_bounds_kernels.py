@@ -51,6 +51,22 @@ def test_group_minimum_is_the_rows_minimum():
         assert np.array_equal(out[g], d[at[starts[g] : ends[g]]].min(axis=0))
 
 
+def test_weighted_rows_are_the_sparse_product_of_the_float32_table():
+    rng = np.random.default_rng(4)
+    table = rng.random((9, 13)).astype(np.float32)
+    # CSR rows: one empty, one with a repeated column, one with every column
+    indptr = np.array([0, 2, 2, 5, 14])
+    indices = np.array([3, 8, 0, 0, 5] + list(range(9)), dtype=np.int32)
+    data = rng.random(len(indices))
+    out = np.full((4, 13), 0.5)  # added to, not overwritten
+    bounds._weighted_rows(indptr, indices, data, table, out)
+    for b in range(4):
+        want = np.full(13, 0.5)
+        for e in range(indptr[b], indptr[b + 1]):
+            want = want + data[e] * table[indices[e]].astype(np.float64)
+        np.testing.assert_allclose(out[b], want, rtol=1e-15, atol=0)
+
+
 def test_same_words_by_search_is_the_pairwise_comparison():
     rng = np.random.default_rng(1)
     for distinct in (True, False):
@@ -198,11 +214,11 @@ def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entr
     def cost(v, w):
         return 0.0 if v == w else float(np.linalg.norm(inputs.vectors[v] - inputs.vectors[w]))
 
-    assert toward.dtype == np.float32 and toward.shape == (len(back), len(rows))
+    assert toward.dtype == np.float32 and toward.shape == (len(rows), len(back))
     for g, group in enumerate(back):
         for r, v in enumerate(rows):
             want = min((cost(v, words[p]) for p in group), default=np.inf)
-            assert toward[g, r] == pytest.approx(want, rel=1e-6, abs=1e-7)
+            assert toward[r, g] == pytest.approx(want, rel=1e-6, abs=1e-7)
     ends = list(starts[1:]) + [len(flat)]
     for lo, hi in zip(starts, ends, strict=True):
         for e in range(lo, hi):
@@ -232,7 +248,7 @@ def test_lower_bounds_tables_from_one_block_are_the_separate_ones(weighting):
     present = np.unique(weights.indices)
     for r, q in enumerate(queries.tolist()):
         d = bounds.word_distances(inputs, present, inputs.indices[q]).min(axis=1)
-        np.testing.assert_allclose(lower.to_queries[r, present], d, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(lower.to_queries[present, r], d, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("cosine", [False, True])

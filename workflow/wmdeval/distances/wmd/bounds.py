@@ -17,7 +17,7 @@ Y and the overlapping mass reduction's nearest other words. On 20 Newsgroups
 (``benchmarks/knn_pruning.py``, 297 sampled queries, 2 threads, on a machine shared with
 other jobs at a load of about 6.5 on its 2 cores) these cheap bounds took 22.6 s of the
 search's 141 s CPU (26.3 s with Y's other words from a second product and a loop per
-document for the nearest other words); Y is still [queries x vocabulary].
+document for the nearest other words); Y is still [vocabulary x queries].
 
 Under WRD's cosine ground cost (``inputs.ground_cost == "cosine"``, unit directions) the
 relaxations use the same cost and stay lower bounds: they only need non-negative costs
@@ -333,8 +333,10 @@ def _nearest_words(
       chunk of words at a time, so no transpose of the whole table is needed): the
       distance from each of ``words`` to each group's nearest word (inf for an empty
       group);
-    - float32 [len(back_indptr) - 1, len(rows)]: the distance from each of ``rows`` to
-      each back group's nearest word (inf for an empty group);
+    - float32 [len(rows), len(back_indptr) - 1]: the distance from each of ``rows`` to
+      each back group's nearest word (inf for an empty group), in the layout
+      :func:`_back_minimum` writes (its transposed copy and the copy's scatter took
+      about 6 s of a 41 s set-up for 7,000 review queries at 300 dimensions);
     - ``rows``, the distinct rows of ``flat``, int64;
     - float64 [len(flat)]: per entry of ``flat`` whose word is one of ``words``, the
       distance to the nearest other word of its group (inf in a one-word group; from the
@@ -363,7 +365,7 @@ def _nearest_words(
     toward = np.full((len(rows), len(back_indptr) - 1), np.inf, dtype=np.float32)
     other = np.full(len(flat), np.nan)
     if not len(starts) or not len(words):
-        return out, np.ascontiguousarray(toward.T), rows, other
+        return out, toward, rows, other
     ends = np.append(starts[1:], len(flat))
     vectors, sq_norms = inputs.vectors[rows], inputs.sq_norms[rows]
     words = np.asarray(words, dtype=np.int64)
@@ -393,7 +395,7 @@ def _nearest_words(
         out[w0 : w0 + step] = block.T
         inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
         _back_minimum(d32, back_group[inside], back_indices[inside] - w0, toward)
-    return out, np.ascontiguousarray(toward.T), rows, other
+    return out, toward, rows, other
 
 
 @_kernel
@@ -491,12 +493,13 @@ class LowerBounds:
             shape=(len(self.queries), len(self.vocabulary)),
         )
         # query -> c: distance of each query word to the nearest word of each document,
-        # stored [vocabulary, documents] for the products of `rows`; c -> query: distance
-        # of every word to the nearest word of each query; and for OMR each query word's
-        # distance to the nearest other word of every document holding it. All three
-        # from one distance block: every document word x the query words.
+        # stored [query vocabulary, documents] for the sums of `rows`; c -> query:
+        # distance of every word to the nearest word of each query, stored [vocabulary,
+        # queries] (as the kernel writes it); and for OMR each query word's distance to
+        # the nearest other word of every document holding it. All three from one
+        # distance block: every document word x the query words.
         self.to_documents = np.zeros((len(self.vocabulary), inputs.n), dtype=np.float32)
-        self.to_queries = np.zeros((len(self.queries), len(inputs.vectors)), dtype=np.float32)
+        self.to_queries = np.zeros((len(inputs.vectors), len(self.queries)), dtype=np.float32)
         # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it)
         self.second = np.full(weights.nnz, np.nan)
         if len(self.filled) and len(self.vocabulary):
@@ -511,9 +514,12 @@ class LowerBounds:
             )
             near[:, inputs.empty] = 0.0
             self.to_documents = near
-            self.to_queries[:, rows] = toward
-            # an empty query has no nearest word: its (unused) row stays 0
-            self.to_queries[np.diff(self.local.indptr) == 0] = 0.0
+            if len(rows) == len(inputs.vectors):  # every word is some document's
+                self.to_queries = toward
+            else:
+                self.to_queries[rows] = toward
+            # an empty query has no nearest word: its (unused) column is 0
+            self.to_queries[:, np.diff(self.local.indptr) == 0] = 0.0
             self.second = other
 
         # OMR: which documents hold each word (CSC of the weights, with the CSR position of
@@ -532,10 +538,8 @@ class LowerBounds:
         rows = self.queries[at]
         local = self.local[at]
         forward = np.zeros((len(at), self.inputs.n))
-        for w0 in range(0, len(self.vocabulary), 2048):  # float64 a slice at a time
-            block = self.to_documents[w0 : w0 + 2048].astype(np.float64)
-            forward += np.asarray(local[:, w0 : w0 + 2048] @ block)
-        backward = np.asarray(self.weights @ self.to_queries[at].T.astype(np.float64)).T
+        _weighted_rows(local.indptr, local.indices, local.data, self.to_documents, forward)
+        backward = np.asarray(self.weights @ self.to_queries[:, at].astype(np.float64)).T
         if omr:
             for start in range(0, len(at), 64):
                 part = slice(start, start + 64)
@@ -577,6 +581,20 @@ class LowerBounds:
             np.bincount(key, forward, minlength=size).reshape(len(rows), n),
             np.bincount(key, backward, minlength=size).reshape(len(rows), n),
         )
+
+
+@_kernel
+def _weighted_rows(indptr, indices, data, table, out):  # pragma: no cover - compiled
+    """out[b] += sum of data[e] * table[indices[e]] over the entries e of CSR row b, in
+    float64 from the float32 ``table`` as it is (a sparse product wanted the table cast
+    to float64 first: the whole [query vocabulary x documents] table per call)."""
+    for b in range(len(indptr) - 1):
+        acc = out[b]
+        for e in range(indptr[b], indptr[b + 1]):
+            weight = data[e]
+            source = table[indices[e]]
+            for j in range(len(acc)):
+                acc[j] += weight * source[j]
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
