@@ -264,3 +264,41 @@ def test_costs32_is_word_costs_cast(cosine):
     bounds._costs32(a @ b.T, sq_a, sq_b, cosine, out)
     want = solver.word_costs("cosine" if cosine else "euclidean", a @ b.T, sq_a, sq_b)
     np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def test_setup_seconds_estimate_scales_each_part_by_what_it_loops_over(monkeypatch):
+    class Partial:
+        def __init__(self, inputs, queries, _every):
+            assert _every == 4
+            self.timing = {
+                "chunk_seconds": 2.0,
+                "chunks_done": 2,
+                "chunks": 8,
+                "back_seconds": 1.0,
+                "back_pairs_done": 10,
+                "back_pairs": 40,
+            }
+
+    clock = iter([10.0, 16.0])  # the partial build: 6 s, 3 of them outside its chunks
+    monkeypatch.setattr(bounds, "LowerBounds", Partial)
+    monkeypatch.setattr(bounds.time, "thread_time", lambda: next(clock))
+    assert bounds.setup_seconds_estimate(None, np.arange(3), every=4) == 3.0 + 2.0 * 4 + 1.0 * 4
+
+
+def test_a_partial_build_computes_every_nth_chunk_as_the_full_one(monkeypatch):
+    docs, emb = random_corpus(6, 40, n_words=60, dim=5, max_len=12)
+    inputs = solver.prepare(docs, emb, "bow")
+    queries = np.array([0, 3, 5, 11, 30])
+    rows = len(np.unique(bounds.weight_matrix(inputs).indices))
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", 4 * rows)  # chunks of 4 query words
+    full = bounds.LowerBounds(inputs, queries)
+    partial = bounds.LowerBounds(inputs, queries, _every=3)
+    timing = partial.timing
+    chunks = -(-len(full.vocabulary) // 4)
+    assert timing["chunks"] == full.timing["chunks"] == chunks > 3
+    assert timing["chunks_done"] == len(range(0, chunks, 3))
+    assert timing["back_pairs"] == full.local.nnz == full.timing["back_pairs_done"]
+    taken = np.concatenate([np.arange(4 * k, 4 * k + 4) for k in range(0, chunks, 3)])
+    taken = taken[taken < len(full.vocabulary)]
+    assert timing["back_pairs_done"] == np.isin(full.local.indices, taken).sum()
+    np.testing.assert_array_equal(partial.to_documents[taken], full.to_documents[taken])

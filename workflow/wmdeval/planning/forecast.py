@@ -20,8 +20,9 @@ a seeded sample of the method's queries, and scales it to every query:
 * **per job**: reading the inputs and preparing them, and the bounds' set-up for the
   job's queries (:class:`~wmdeval.distances.wmd.bounds.LowerBounds`: a fixed part and
   one growing with the queries' vocabulary, the sample's as its search paid it,
-  ``SearchStats.setup_seconds``, and the shard of the widest vocabulary's timed on its
-  own, interpolated between the two for each shard), are paid by every shard; a
+  ``SearchStats.setup_seconds``, and the shard of the widest vocabulary's estimated on
+  its own from a partial build (:func:`~wmdeval.distances.wmd.bounds.setup_seconds_estimate`),
+  interpolated between the two for each shard), are paid by every shard; a
   per-query figure that included them would overestimate a shard of many queries
   several times over (600 reviews: 2.5x). The kernels are loaded by an untimed search
   of one query first. The set-up is timed as the search runs it: the building thread's
@@ -223,7 +224,7 @@ def measure(
     (``search_queries``'s), so the clean variant's forecast counts only what it solves;
     ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise."""
     from ..distances.wmd import search
-    from ..distances.wmd.bounds import LowerBounds
+    from ..distances.wmd.bounds import setup_seconds_estimate
     from ..distances.wmd.solver import _blas, wmd_pair
 
     roles = query_roles(folds, inputs.empty, settings)
@@ -240,14 +241,14 @@ def measure(
         search.search_queries(inputs, {first: tasks[first]}, threads, known=known, floors=floors)
     # the bounds' set-up, paid once per job: the sample's own, as its search paid it, and
     # the shard of the largest query vocabulary's (the set-up has a fixed part and one
-    # growing with it), timed as a search pays it: CPU of the building thread, with BLAS
-    # at one thread (a timing without the limit counts BLAS's waiting threads too)
+    # growing with it), as a search pays it: CPU of the building thread, with BLAS at
+    # one thread (a timing without the limit counts BLAS's waiting threads too); the
+    # widest shard's estimated from one chunk of its words in SETUP_EVERY, not built in
+    # full (its job builds it: a forecast that built it too paid the set-up twice)
     shards = search.query_shards(inputs.sizes, queries, n_shards)
     widest = max(shards, key=lambda shard: _vocabulary(inputs, shard))
     with _blas().limit(limits=1, user_api="blas"):
-        cpu0 = time.thread_time()
-        LowerBounds(inputs, widest)
-        widest_init = time.thread_time() - cpu0
+        widest_init = setup_seconds_estimate(inputs, widest)
     stats = search.SearchStats()
     cpu0 = time.process_time()
     pairs, _ = search.search_queries(inputs, tasks, threads, stats, known, floors)
