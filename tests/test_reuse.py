@@ -310,6 +310,38 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
     assert scores[0] == scores[1] == full
 
 
+def test_queries_their_floors_settle_get_no_bounds(monkeypatch):
+    n = 180
+    splits = five_folds(n, seed=1)
+    (orig, orig_splits), (clean, clean_splits), _ = both_variants(n, 5, splits, "bow")
+    original_pairs, original_certificates = knn_tables(orig, orig_splits, n_shards=1)
+    known = reuse.known_pairs(original_pairs, clean.doc_ids, "original")
+    floors = floors_of(orig, orig_splits, original_certificates, clean, clean_splits)
+    roles = query_roles(io.fold_indices(clean_splits, clean.doc_ids), clean.empty, None)
+    queries = np.unique(np.concatenate([role.queries for role in roles]))
+    tasks = search.query_tasks(roles, clean.empty, queries)
+    settled = search.settled_lists(clean, tasks, known, floors)
+    assert 0 < len(settled) < len(tasks)
+
+    built = []
+    bounds_of = search.LowerBounds
+
+    def recording(inputs, rows, *args):
+        built.append(np.asarray(rows).copy())
+        return bounds_of(inputs, rows, *args)
+
+    monkeypatch.setattr(search, "LowerBounds", recording)
+    stats = search.SearchStats()
+    pairs, certificates = search.search_queries(clean, tasks, 2, stats, known, floors)
+    assert set(built[0].tolist()) == set(tasks) - set(settled)
+    assert stats.floored >= sum(len(tasks[q]) for q in settled)
+    # the same tables as when every query gets its bounds
+    monkeypatch.setattr(search, "settled_lists", lambda *args: {})
+    again = search.search_queries(clean, tasks, 2, None, known, floors)
+    assert len(built[1]) == len(tasks)
+    assert pairs.equals(again[0]) and certificates.equals(again[1])
+
+
 def certificate_table(rows):
     return pa.table(
         {

@@ -89,11 +89,14 @@ NOTE = (
 # ------------------------------------------------------------------------ the arithmetic
 
 
-def shard_shares(inputs, queries: np.ndarray, n_shards: int) -> list[dict]:
+def shard_shares(
+    inputs, queries: np.ndarray, n_shards: int, settled: np.ndarray | None = None
+) -> list[dict]:
     """Per shard of ``n_shards`` (as :func:`~wmdeval.distances.wmd.search.query_shards`
     cuts ``queries``, sorted positions into ``inputs``): its queries, its share of the
     queries' estimated work (``document_work + 1`` per query, the cut's own measure) and
-    its queries' vocabulary (what the bounds' set-up of a job grows with)."""
+    its queries' vocabulary (what the bounds' set-up of a job grows with), without the
+    queries ``settled`` (:func:`settled_queries`: the search sets up no bound for them)."""
     from ..distances.wmd.search import query_shards
 
     sizes = inputs.sizes
@@ -108,11 +111,29 @@ def shard_shares(inputs, queries: np.ndarray, n_shards: int) -> list[dict]:
             {
                 "queries": len(shard),
                 "work": float(cumulative[end] - cumulative[start]) / total,
-                "vocabulary": _vocabulary(inputs, shard),
+                "vocabulary": _vocabulary(inputs, _bounded(shard, settled)),
             }
         )
         start = end
     return out
+
+
+def _bounded(positions: np.ndarray, settled: np.ndarray | None) -> np.ndarray:
+    """``positions`` without those in ``settled``."""
+    if settled is None or not len(settled):
+        return positions
+    return positions[~np.isin(positions, settled)]
+
+
+def settled_queries(inputs, roles, queries: np.ndarray, known, floors) -> np.ndarray:
+    """The ``queries`` whose every list its floor settles (sorted positions): the search
+    builds no bound for them (:func:`~wmdeval.distances.wmd.search.settled_lists`)."""
+    from ..distances.wmd import search
+
+    if not floors or not known:
+        return np.zeros(0, dtype=np.int64)
+    tasks = search.query_tasks(roles, inputs.empty, queries)
+    return np.array(sorted(search.settled_lists(inputs, tasks, known, floors)), dtype=np.int64)
 
 
 def _vocabulary(inputs, positions: np.ndarray) -> int:
@@ -217,12 +238,15 @@ def measure(
     checks: int,
     known=None,
     floors=None,
+    settled: np.ndarray | None = None,
 ) -> dict:
     """Time the search on a seeded sample of queries and measure its sharing (see the
     module's docstring). ``inputs``: the prepared documents (``solver.prepare``);
     ``known``: the pairs the search takes from another variant instead of solving them
     (``search_queries``'s), so the clean variant's forecast counts only what it solves;
-    ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise."""
+    ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise;
+    ``settled``: the queries their floors settle (:func:`settled_queries`), which the
+    bounds' set-up leaves out."""
     from ..distances.wmd import search
     from ..distances.wmd.bounds import setup_seconds_estimate
     from ..distances.wmd.solver import _blas, wmd_pair
@@ -246,7 +270,9 @@ def measure(
     # widest shard's estimated from one chunk of its words in SETUP_EVERY, not built in
     # full (its job builds it: a forecast that built it too paid the set-up twice)
     shards = search.query_shards(inputs.sizes, queries, n_shards)
-    widest = max(shards, key=lambda shard: _vocabulary(inputs, shard))
+    # a shard's set-up is for its queries that their floors do not settle (``settled``)
+    bounded = [_bounded(shard, settled) for shard in shards]
+    widest = max(bounded, key=lambda shard: _vocabulary(inputs, shard))
     with _blas().limit(limits=1, user_api="blas"):
         widest_init = setup_seconds_estimate(inputs, widest)
     stats = search.SearchStats()
@@ -303,7 +329,7 @@ def measure(
             wmd_pair(inputs, int(q_pos[k]), int(c_pos[k]))
         pair_seconds = (time.thread_time() - cpu0) / max(len(picks), 1)
     solves_cpu = min(stats.solves * pair_seconds, per_query)
-    vocabulary = _vocabulary(inputs, sampled)
+    vocabulary = _vocabulary(inputs, _bounded(sampled, settled))
     return {
         "queries": int(len(queries)),
         "sampled_queries": int(len(sampled)),
@@ -390,15 +416,26 @@ def run_forecast(
         (reuse_pairs, reuse_documents, reuse_certificates, reuse_splits),
     )
     setup = time.process_time() - cpu0
+    roles = query_roles(folds, inputs.empty, settings)
+    queries = np.unique(np.concatenate([r.queries for r in roles] or [[]])).astype(np.int64)
+    settled = settled_queries(inputs, roles, queries, known, floors)
     measured = measure(
-        inputs, folds, settings, n_shards, threads, queries_per_role, seed, checks, known, floors
+        inputs,
+        folds,
+        settings,
+        n_shards,
+        threads,
+        queries_per_role,
+        seed,
+        checks,
+        known,
+        floors,
+        settled,
     )
+    measured["settled_queries"] = int(len(settled))
     measured["setup_cpu_seconds"] = setup
     measured["peak_mb"] = peak_mb()
     solve_share = 1.0 - measured["bounds_share"]
-    queries = np.unique(
-        np.concatenate([r.queries for r in query_roles(folds, inputs.empty, settings)] or [[]])
-    ).astype(np.int64)
     model = search_resources(documents_path, n_shards, threads)["mem_mb"]
     forecast = forecast_totals(
         n_queries=measured["queries"],
@@ -408,7 +445,7 @@ def run_forecast(
         shared_share=measured["sharing"]["shared_share"],
         setup_seconds=setup,
         bounds_setup=measured["bounds_setup"],
-        shards=shard_shares(inputs, queries, n_shards),
+        shards=shard_shares(inputs, queries, n_shards, settled),
         threads=threads,
         model_mem_mb=model,
         peak_mb=measured["peak_mb"],
@@ -577,6 +614,7 @@ __all__ = [
     "forecast_totals",
     "bounds_setup_seconds",
     "shard_shares",
+    "settled_queries",
     "sample_queries",
     "measure",
     "run_forecast",

@@ -185,6 +185,77 @@ def _key(distance: float) -> float:
     return float(tie_key(distance))
 
 
+def _known_lookup(known: Mapping[int, float], pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(found, distance) per pair id of ``known``, in one call where it can."""
+    if hasattr(known, "lookup"):
+        return known.lookup(pair)
+    got = [known.get(p) for p in pair.tolist()]
+    found = np.array([g is not None for g in got], dtype=bool)
+    return found, np.array([0.0 if g is None else g for g in got])
+
+
+def _floor_taken(
+    inputs: WmdInputs,
+    known: Mapping[int, float],
+    scale: float,
+    q: int,
+    task: _Task,
+    floor: float,
+    used: Mapping[int, float],
+) -> list[tuple[int, float]] | None:
+    """The known distances of the list not in ``used`` if, with ``used``'s, they are its
+    top k under ``floor`` (see ``floors`` in :func:`search_queries`); else None."""
+    cands = task.candidates
+    pair = np.minimum(cands, q) * inputs.n + np.maximum(cands, q)
+    found, values = _known_lookup(known, pair)
+    fresh = [
+        (c, d)
+        for c, d in zip(cands[found].tolist(), values[found].tolist(), strict=True)
+        if c not in used
+    ]
+    mine = [d for c, d in used.items() if task.member[c]]
+    if len(fresh) + len(mine) < task.k:
+        return None
+    keys = tie_key(np.array([d for _, d in fresh] + mine, dtype=np.float64))
+    if not _beyond(scale, floor, float(np.sort(keys)[task.k - 1])):
+        return None
+    return fresh
+
+
+def settled_lists(
+    inputs: WmdInputs,
+    tasks: Mapping[int, list[_Task]],
+    known: Mapping[int, float] | None,
+    floors: Mapping[tuple[int, str], float] | None,
+) -> dict[int, list[list[tuple[int, float]]]]:
+    """The queries of ``tasks`` whose every list is settled by its floor, taken in turn as
+    :func:`search_queries` takes them: query -> per list, the known distances it takes.
+    Such a query needs no bound: the search leaves it out of its bounds' set-up and its
+    cheap bounds (the clean variant's test queries, all of a variant that dropped
+    nothing). Depends on each query's own lists, floors and known pairs alone."""
+    if not floors or not known:
+        return {}
+    scale = margin_scale(inputs)
+    settled = {}
+    for q, mine in tasks.items():
+        if inputs.empty[q]:
+            continue  # no list to take; the search certifies it without a bound
+        used: dict[int, float] = {}
+        taken = []
+        for task in mine:
+            floor = floors.get((q, task.key))
+            fresh = (
+                None if floor is None else _floor_taken(inputs, known, scale, q, task, floor, used)
+            )
+            if fresh is None:
+                break
+            used.update(fresh)
+            taken.append(fresh)
+        else:
+            settled[q] = taken
+    return settled
+
+
 def search_queries(
     inputs: WmdInputs,
     tasks: Mapping[int, list[_Task]],
@@ -283,9 +354,17 @@ def search_queries(
         costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
         costs_bytes = [0]  # what `costs` holds
         certificates = []
-        for task in tasks[q]:
+        for at_task, task in enumerate(tasks[q]):
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
+                continue
+            if q in settled:
+                fresh = settled[q][at_task]
+                used.update(fresh)
+                with stats.lock:
+                    stats.reused += len(fresh)
+                    stats.floored += 1
+                certificates.append((task.key, task.k, floors[(q, task.key)]))
                 continue
             floor = floors.get((q, task.key)) if floors else None
             if floor is not None and _floored(q, task, floor, used):
@@ -397,24 +476,8 @@ def search_queries(
     def _floored(q: int, task: _Task, floor: float, used: dict[int, float]) -> bool:
         # whether the list's known distances are its top k under `floor` (see `floors`
         # above); if so they join `used`, taken as the search would take them
-        cands = task.candidates
-        pair = np.minimum(cands, q) * n + np.maximum(cands, q)
-        if hasattr(preloaded, "lookup"):
-            found, values = preloaded.lookup(pair)
-        else:
-            got = [preloaded.get(p) for p in pair.tolist()]
-            found = np.array([g is not None for g in got], dtype=bool)
-            values = np.array([0.0 if g is None else g for g in got])
-        fresh = [
-            (c, d)
-            for c, d in zip(cands[found].tolist(), values[found].tolist(), strict=True)
-            if c not in used
-        ]
-        mine = [d for c, d in used.items() if task.member[c]]
-        if len(fresh) + len(mine) < task.k:
-            return False
-        keys = tie_key(np.array([d for _, d in fresh] + mine, dtype=np.float64))
-        if not _beyond(scale, floor, float(np.sort(keys)[task.k - 1])):
+        fresh = _floor_taken(inputs, preloaded, scale, q, task, floor, used)
+        if fresh is None:
             return False
         used.update(fresh)
         with stats.lock:
@@ -473,17 +536,24 @@ def search_queries(
         return held
 
     started = time.perf_counter()
+    # queries whose every list its floor settles need no bound: left out of the set-up
+    # (its work grows with the queries' words) and of the cheap bounds
+    settled = settled_lists(inputs, tasks, preloaded, floors)
+    bounded = np.array([q for q in queries.tolist() if q not in settled], dtype=np.int64)
+    needs = np.isin(queries, bounded)
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         t0, c0 = time.perf_counter(), time.thread_time()
-        lower = LowerBounds(inputs, queries)
+        lower = LowerBounds(inputs, bounded)
         stats.setup_seconds += time.thread_time() - c0
         means = np.nan_to_num(lower.means)
         stats.bound_seconds += time.perf_counter() - t0
         for r0 in range(0, len(queries), BOUND_ROWS):
+            block, wanted = queries[r0 : r0 + BOUND_ROWS], needs[r0 : r0 + BOUND_ROWS]
             t0 = time.perf_counter()
-            bound = lower.rows(np.arange(r0, min(r0 + BOUND_ROWS, len(queries))))
+            rows = iter(lower.rows(np.searchsorted(bounded, block[wanted])))
             stats.bound_seconds += time.perf_counter() - t0
-            list(pool.map(one_query, queries[r0 : r0 + BOUND_ROWS].tolist(), list(bound)))
+            bound = [next(rows) if want else None for want in wanted.tolist()]
+            list(pool.map(one_query, block.tolist(), bound))
     stats.queries += len(queries)
     stats.search_seconds += time.perf_counter() - started
     return _tables(inputs, results)
@@ -589,6 +659,7 @@ __all__ = [
     "SearchStats",
     "query_tasks",
     "search_queries",
+    "settled_lists",
     "query_shards",
     "search_shard",
     "check_complete",
