@@ -358,16 +358,21 @@ def search_queries(
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
                 continue
+            # the list's known distances, if its floor settles it (see `floors` above): a
+            # settled query's from the pre-pass, another's checked now, after its earlier
+            # lists; taken as the search would take them
+            floor = floors.get((q, task.key)) if floors else None
             if q in settled:
                 fresh = settled[q][at_task]
+            elif floor is not None:
+                fresh = _floor_taken(inputs, preloaded, scale, q, task, floor, used)
+            else:
+                fresh = None
+            if fresh is not None:
                 used.update(fresh)
                 with stats.lock:
                     stats.reused += len(fresh)
                     stats.floored += 1
-                certificates.append((task.key, task.k, floors[(q, task.key)]))
-                continue
-            floor = floors.get((q, task.key)) if floors else None
-            if floor is not None and _floored(q, task, floor, used):
                 certificates.append((task.key, task.k, floor))
                 continue
             cands = task.candidates
@@ -472,18 +477,6 @@ def search_queries(
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
-
-    def _floored(q: int, task: _Task, floor: float, used: dict[int, float]) -> bool:
-        # whether the list's known distances are its top k under `floor` (see `floors`
-        # above); if so they join `used`, taken as the search would take them
-        fresh = _floor_taken(inputs, preloaded, scale, q, task, floor, used)
-        if fresh is None:
-            return False
-        used.update(fresh)
-        with stats.lock:
-            stats.reused += len(fresh)
-            stats.floored += 1
-        return True
 
     def _known(q: int, c: int) -> bool:
         return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
