@@ -183,17 +183,26 @@ def pair_costs(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> n
 @_kernel
 def _finish_costs(products, sq_norms, words_a, words_b, cosine):  # pragma: no cover
     # in place, as solver.word_costs computes them: (-2 a.b + |a|^2) + |b|^2, clipped at
-    # 0, square root; or max(1 - a.b, 0); a word's cost to itself exactly 0
+    # 0, square root; or max(1 - a.b, 0); then a word's cost to itself exactly 0. The
+    # branches and the same-word test stay out of the row loop so that it vectorises
+    # (23 -> 10 us on a 90 x 95 matrix at 50 dimensions; the same bits)
+    m = products.shape[1]
+    sq_b = np.empty(m)
+    for j in range(m):
+        sq_b[j] = sq_norms[words_b[j]]
     for i in range(products.shape[0]):
         a = words_a[i]
-        for j in range(products.shape[1]):
+        row = products[i]
+        if cosine:
+            for j in range(m):
+                row[j] = max(1.0 - row[j], 0.0)
+        else:
+            sq_a = sq_norms[a]
+            for j in range(m):
+                row[j] = np.sqrt(max(row[j] * -2.0 + sq_a + sq_b[j], 0.0))
+        for j in range(m):
             if words_b[j] == a:
-                products[i, j] = 0.0
-            elif cosine:
-                products[i, j] = max(1.0 - products[i, j], 0.0)
-            else:
-                d = products[i, j] * -2.0 + sq_norms[a] + sq_norms[words_b[j]]
-                products[i, j] = np.sqrt(max(d, 0.0))
+                row[j] = 0.0
     return products
 
 

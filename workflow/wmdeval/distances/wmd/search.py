@@ -64,7 +64,7 @@ import pyarrow as pa
 
 from ...core import io, schemas
 from ...core.roles import QueryRole, candidates_key, query_roles
-from ...core.variant import tie_key
+from ...core.variant import scalar_tie_key, tie_key
 from .blocks import _log_empty
 from .bounds import (
     LowerBounds,
@@ -182,7 +182,7 @@ def _limit(scale: float, kth: float) -> float:
 
 def _key(distance: float) -> float:
     """The distance as every ranking compares it (:func:`~wmdeval.core.variant.tie_key`)."""
-    return float(tie_key(distance))
+    return scalar_tie_key(float(distance))
 
 
 def _known_lookup(known: Mapping[int, float], pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
