@@ -67,16 +67,6 @@ def test_weighted_rows_are_the_sparse_product_of_the_float32_table():
         np.testing.assert_allclose(out[b], want, rtol=1e-15, atol=0)
 
 
-def test_same_words_by_search_is_the_pairwise_comparison():
-    rng = np.random.default_rng(1)
-    for distinct in (True, False):
-        words_a = rng.choice(30, 12, replace=not distinct)
-        words_b = rng.integers(0, 30, 25)
-        got = set(zip(*(x.tolist() for x in bounds._same_words(words_a, words_b)), strict=True))
-        want = set(zip(*np.nonzero(words_a[:, None] == words_b[None, :]), strict=True))
-        assert got == {(int(a), int(b)) for a, b in want}
-
-
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])
 def test_bounds_from_the_kept_cost_matrices_are_the_bounds_computed_afresh(weighting):
     docs, emb = random_corpus(4, 30, n_words=50, dim=6, max_len=14)

@@ -1,5 +1,5 @@
-"""The knn search's compiled kernels (numba, distances/wmd/bounds.py) are compiled once and
-loaded from disk by every later process, wherever the package is installed."""
+"""The compiled kernels (numba, distances/wmd/compiled.py and bounds.py) are compiled once
+and loaded from disk by every later process, wherever the package is installed."""
 
 import json
 import os
@@ -12,7 +12,7 @@ import numba
 import numba.core.caching
 import pytest
 
-from wmdeval.distances.wmd import bounds
+from wmdeval.distances.wmd import compiled
 
 # A fresh process: the ICT and dual bounds on a small corpus, then what numba did for each
 # kernel (compiled: a cache miss; loaded from disk: a hit).
@@ -21,7 +21,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
 from test_wmd import random_corpus
-from wmdeval.distances.wmd import bounds, solver
+from wmdeval.distances.wmd import bounds, compiled, solver
 inputs = solver.prepare(*random_corpus(0, 12), "bow")
 bounds.constrained_transfers(inputs, 0, np.arange(1, inputs.n))
 _, potentials = solver.solve_pair(inputs, 0, 1)
@@ -30,7 +30,12 @@ stack = np.vstack([start, bounds.query_potential(inputs, 0, potentials[1])[None,
 bounds.dual_bound(inputs, 0, 2, stack[0:], np.inf)
 print(json.dumps({{
     name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()), k.stats.cache_path]
-    for name, k in (("transfers", bounds._transfers), ("dual", bounds._dual_kernel))
+    for name, k in (
+        ("transfers", bounds._transfers),
+        ("dual", bounds._dual_kernel),
+        ("residual", compiled._residual),
+        ("costs", compiled._finish_costs),
+    )
 }}))
 """
 
@@ -78,7 +83,7 @@ def test_with_no_writable_cache_location_the_kernel_is_cached_in_a_private_temp_
 ):
     with pytest.raises(RuntimeError, match="no locator available"):
         numba.njit(cache=True)(twice)  # what the kernels met before the fallback
-    kernel = bounds._kernel(twice)
+    kernel = compiled._kernel(twice)
     assert kernel(3.0) == 6.0
     assert numba.config.CACHE_DIR == ""  # restored
     assert Path(kernel.stats.cache_path).is_relative_to(nowhere_to_cache)
@@ -89,8 +94,8 @@ def test_with_no_writable_cache_location_the_kernel_is_cached_in_a_private_temp_
 def test_a_temp_dir_others_may_write_is_never_used(nowhere_to_cache):
     nowhere_to_cache.mkdir(mode=0o777)
     nowhere_to_cache.chmod(0o777)  # the umask may have narrowed it
-    assert bounds._private_cache() is None
-    kernel = bounds._kernel(twice)  # compiled in this process only
+    assert compiled._private_cache() is None
+    kernel = compiled._kernel(twice)  # compiled in this process only
     assert kernel(3.0) == 6.0
     assert kernel.stats.cache_path is None
     assert not list(nowhere_to_cache.rglob("*.nbi"))
@@ -100,6 +105,6 @@ def test_a_temp_dir_that_is_a_link_is_never_used(nowhere_to_cache, tmp_path):
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o700)
     nowhere_to_cache.symlink_to(target)
-    assert bounds._private_cache() is None
-    assert bounds._kernel(twice)(1.5) == 3.0
+    assert compiled._private_cache() is None
+    assert compiled._kernel(twice)(1.5) == 3.0
     assert not list(target.rglob("*.nbi"))

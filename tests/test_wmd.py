@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 
 from wmdeval.core import io, methods, schemas
 from wmdeval.distances import baselines
-from wmdeval.distances.wmd import blocks, pairs, solver
+from wmdeval.distances.wmd import blocks, compiled, pairs, solver
 
 
 def documents(bags: list[dict[str, float]]) -> pa.Table:
@@ -165,6 +165,36 @@ def test_shared_mass_reduction_gives_emd2_of_the_full_problem(weighting, seed):
             shared += bool(np.intersect1d(inputs.indices[i], inputs.indices[j]).size)
     assert got[3, 7] == got[3, 8] == got[7, 8] == 0.0
     assert shared > 100  # the reduction had work to do
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+def test_compiled_solve_steps_are_the_numpy_ones_bit_for_bit(weighting):
+    # solve_pair's compiled steps against what they replace: np.intersect1d and
+    # residual_problem for the shared mass, word_costs and a same-word mask for the
+    # costs. Any bit apart would change every stored distance.
+    docs, emb = random_corpus(5, 40, n_words=16, dim=7, max_len=12)
+    inputs = solver.prepare(docs, emb, weighting)
+    shared = 0
+    for i in range(inputs.n):
+        for j in range(inputs.n):
+            rows_i, rows_j = inputs.indices[i], inputs.indices[j]
+            a, b = inputs.weights[i], inputs.weights[j]
+            products = inputs.vectors[rows_i] @ inputs.vectors[rows_j].T
+            want = solver.word_costs(
+                inputs.ground_cost, products, inputs.sq_norms[rows_i], inputs.sq_norms[rows_j]
+            )
+            want[rows_i[:, None] == rows_j[None, :]] = 0.0
+            got = solver.cost_matrix(inputs, rows_i, rows_j)
+            assert got.tobytes() == want.tobytes()
+            _, shared_a, shared_b = np.intersect1d(
+                rows_i, rows_j, assume_unique=True, return_indices=True
+            )
+            shared += len(shared_a)
+            want = solver.residual_problem(a, b, shared_a, shared_b)
+            got = compiled._residual(rows_i, rows_j, a, b)
+            for x, y in zip(got, want, strict=True):
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    assert shared > 1000  # most pairs share words
 
 
 @pytest.mark.parametrize("seed", range(20))

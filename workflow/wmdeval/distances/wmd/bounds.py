@@ -35,64 +35,13 @@ lie above a distance before the search may trust the bound.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .solver import WmdInputs, _distances, word_costs
-
-
-def _private_cache() -> str | None:
-    """A directory for numba's cache that only this user can write, in the system's temp
-    directory (created with mode 0700), or None if it cannot be had or is not ours alone."""
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:
-        return None
-    path = os.path.join(tempfile.gettempdir(), f"wmdeval-numba-{getuid()}")
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        status = os.lstat(path)
-    except OSError:
-        return None
-    # compiled code is loaded from it: a directory that is a link, someone else's, or
-    # writable by others is never used
-    if not os.path.isdir(path) or os.path.islink(path):
-        return None
-    if status.st_uid != getuid() or status.st_mode & 0o022:
-        return None
-    return path
-
-
-def _kernel(function):
-    """``numba.njit(nogil=True)``, compiled once and cached on disk, so that a fresh
-    process (each Snakemake job) loads the machine code instead of compiling it again.
-
-    numba keeps the cache beside this module (``__pycache__``) when that is writable, else
-    in the user's cache directory (``~/.cache/numba``), or where NUMBA_CACHE_DIR says.
-    Where none of these can be written (a read-only install and home), it goes to a
-    private directory of the system's temp directory; failing that too, the kernel is
-    compiled in every process that calls it (a few seconds), never an error.
-    """
-    try:
-        return numba.njit(nogil=True, cache=True)(function)
-    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-        pass
-    private = _private_cache()
-    if private is not None:
-        saved = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = private
-        try:
-            return numba.njit(nogil=True, cache=True)(function)
-        except RuntimeError:
-            pass
-        finally:
-            numba.config.CACHE_DIR = saved
-    return numba.njit(nogil=True)(function)
-
+from .compiled import _finish_costs, _kernel
+from .solver import WmdInputs, _distances
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
@@ -136,14 +85,15 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
     cost to itself is exactly 0."""
     words_a = np.asarray(words_a, dtype=np.int64)
     words_b = np.asarray(words_b, dtype=np.int64)
-    d = word_costs(
-        inputs.ground_cost,
+    # solver.cost_matrix's arithmetic: one product, then the costs and the same-word
+    # zeros in one compiled pass
+    return _finish_costs(
         inputs.vectors[words_a] @ inputs.vectors[words_b].T,
-        inputs.sq_norms[words_a],
-        inputs.sq_norms[words_b],
+        inputs.sq_norms,
+        words_a,
+        words_b,
+        inputs.ground_cost == "cosine",
     )
-    d[_same_words(words_a, words_b)] = 0.0
-    return d
 
 
 #: Dimensions up to which :func:`pair_costs` computes a pair's word costs in one compiled
@@ -161,49 +111,13 @@ def pair_costs(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> n
     matrix product, finished in one compiled pass. A word's cost to itself is exactly 0
     either way."""
     if inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
-        # one matrix product, then the costs and the same-word zeros in one compiled
-        # pass (word_distances' arithmetic, without its four array passes and search)
-        words_a = np.asarray(words_a, dtype=np.int64)
-        words_b = np.asarray(words_b, dtype=np.int64)
-        return _finish_costs(
-            inputs.vectors[words_a] @ inputs.vectors[words_b].T,
-            inputs.sq_norms,
-            words_a,
-            words_b,
-            inputs.ground_cost == "cosine",
-        )
+        return word_distances(inputs, words_a, words_b)
     return _direct_costs(
         inputs.vectors,
         np.asarray(words_a, dtype=np.int64),
         np.asarray(words_b, dtype=np.int64),
         inputs.ground_cost == "cosine",
     )
-
-
-@_kernel
-def _finish_costs(products, sq_norms, words_a, words_b, cosine):  # pragma: no cover
-    # in place, as solver.word_costs computes them: (-2 a.b + |a|^2) + |b|^2, clipped at
-    # 0, square root; or max(1 - a.b, 0); then a word's cost to itself exactly 0. The
-    # branches and the same-word test stay out of the row loop so that it vectorises
-    # (23 -> 10 us on a 90 x 95 matrix at 50 dimensions; the same bits)
-    m = products.shape[1]
-    sq_b = np.empty(m)
-    for j in range(m):
-        sq_b[j] = sq_norms[words_b[j]]
-    for i in range(products.shape[0]):
-        a = words_a[i]
-        row = products[i]
-        if cosine:
-            for j in range(m):
-                row[j] = max(1.0 - row[j], 0.0)
-        else:
-            sq_a = sq_norms[a]
-            for j in range(m):
-                row[j] = np.sqrt(max(row[j] * -2.0 + sq_a + sq_b[j], 0.0))
-        for j in range(m):
-            if words_b[j] == a:
-                row[j] = 0.0
-    return products
 
 
 @_kernel
@@ -233,22 +147,6 @@ def _direct_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - comp
             if words_b[j] == words_a[i]:
                 row[j] = 0.0
     return out
-
-
-def _same_words(words_a: np.ndarray, words_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, columns) where words_a[row] == words_b[column], int64.
-
-    By binary search in the sorted ``words_a`` when its words are distinct (a document's
-    words: every caller but tests), O(len(words_b) log len(words_a)) instead of a boolean
-    matrix of every pair; else by that matrix."""
-    order = np.argsort(words_a, kind="stable")
-    ordered = words_a[order]
-    if len(ordered) and (np.diff(ordered) > 0).all():
-        at = np.minimum(np.searchsorted(ordered, words_b), len(ordered) - 1)
-        columns = np.flatnonzero(ordered[at] == words_b)
-        return order[at[columns]], columns
-    rows, columns = np.nonzero(words_a[:, None] == words_b[None, :])
-    return rows, columns
 
 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:

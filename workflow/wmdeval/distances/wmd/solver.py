@@ -32,6 +32,7 @@ from ot.lp.emd_wrap import emd_c
 from threadpoolctl import ThreadpoolController
 
 from ...core import io, schemas
+from .compiled import _finish_costs, _residual
 from .pairs import plan_blocks, row_segments
 
 #: Network-simplex iteration cap; far above what documents of a few hundred words need.
@@ -252,16 +253,19 @@ def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np
     word's cost to itself is set to exactly 0: the expansion can leave ~1e-8 there (the
     square root of a rounding error).
     """
-    rows_a = np.asarray(rows_a)
-    rows_b = np.asarray(rows_b)
-    costs = word_costs(
-        inputs.ground_cost,
+    rows_a = np.asarray(rows_a, dtype=np.int64)  # one compiled signature for every caller
+    rows_b = np.asarray(rows_b, dtype=np.int64)
+    if inputs.ground_cost not in GROUND_COSTS.values():
+        raise ValueError(f"unknown ground cost {inputs.ground_cost!r}")
+    # word_costs' arithmetic and the same-word zeros in one compiled pass over the
+    # product (the same bits; ~40 us less per solve than five numpy passes and a mask)
+    return _finish_costs(
         inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
-        inputs.sq_norms[rows_a],
-        inputs.sq_norms[rows_b],
+        inputs.sq_norms,
+        rows_a,
+        rows_b,
+        inputs.ground_cost == "cosine",
     )
-    costs[rows_a[:, None] == rows_b[None, :]] = 0.0
-    return costs
 
 
 def word_costs(
@@ -335,10 +339,8 @@ def solve_pair(inputs: WmdInputs, i: int, j: int) -> tuple[float, Potentials | N
         return 0.0, None
     rows_i, rows_j = inputs.indices[i], inputs.indices[j]
     if inputs.ground_cost in METRIC_COSTS:
-        _, shared_a, shared_b = np.intersect1d(
-            rows_i, rows_j, assume_unique=True, return_indices=True
-        )
-        a, b, keep_a, keep_b = residual_problem(a, b, shared_a, shared_b)
+        # residual_problem over the shared words, compiled (the same bits)
+        a, b, keep_a, keep_b = _residual(rows_i, rows_j, a, b)
         if not len(a) or not len(b):
             return 0.0, None
         rows_i, rows_j = rows_i[keep_a], rows_j[keep_b]
