@@ -354,6 +354,7 @@ def search_queries(
         costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
         costs_bytes = [0]  # what `costs` holds
         certificates = []
+        dual_work = [0, 0.0]  # dual bounds computed and their CPU, added to stats at the end
         for at_task, task in enumerate(tasks[q]):
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
@@ -380,6 +381,9 @@ def search_queries(
             # orders them; the distances this query already knows come first (its own,
             # so the result never depends on which other queries ran before it).
             best = sorted((_key(d), c) for c, d in used.items() if task.member[c])[: task.k]
+            # the bound beyond which a candidate is proven farther than the k-th (inf
+            # until there are k), computed again only when the k-th changes
+            limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
             order = cands[np.argsort(bound[cands], kind="stable")]
             stream = order.tolist()  # in increasing cheap bound
             loose = bound[order].tolist()
@@ -396,7 +400,7 @@ def search_queries(
                 # stream's a lower bound of its tight one
                 from_heap = bool(waiting) and (head is None or waiting[0] <= head)
                 lb, c = waiting[0] if from_heap else head
-                if len(best) == task.k and _beyond(scale, lb, best[-1][0]):
+                if lb > limit:  # _beyond the k-th of the moment
                     unsolved = lb  # and every other candidate's bound is at least this
                     break
                 if not from_heap:
@@ -409,11 +413,12 @@ def search_queries(
                         if len(best) < task.k or ranked < best[-1]:
                             bisect.insort(best, ranked)
                             del best[task.k :]
+                            if len(best) == task.k:
+                                limit = _limit(scale, best[-1][0])
                         at += 1
                         continue
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
-                        limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
                         _tighten(
                             q,
                             stream,
@@ -444,16 +449,14 @@ def search_queries(
                         means[c],
                         (seen.get(c, 0), held),
                         DUAL_TRIES,
-                        _limit(scale, best[-1][0]),
+                        limit,
                         costs.get(c),
                     )
                     seen[c] = held
                     tight[c] = max(tight[c], value)
                     heapq.heappush(waiting, (tight[c], c))
-                    seconds = time.thread_time() - t0
-                    with stats.lock:
-                        stats.duals += 1
-                        stats.tight_seconds += seconds
+                    dual_work[0] += 1
+                    dual_work[1] += time.thread_time() - t0
                     continue
                 d, potential = distance(q, c, held < POTENTIALS)
                 if c in costs:
@@ -470,6 +473,8 @@ def search_queries(
                 if len(best) < task.k or ranked < best[-1]:
                     bisect.insort(best, ranked)
                     del best[task.k :]
+                    if len(best) == task.k:
+                        limit = _limit(scale, best[-1][0])
             certificates.append((task.key, task.k, unsolved))
         collecting[q] = False
         left_for.pop(q, None)
@@ -477,6 +482,8 @@ def search_queries(
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
+            stats.duals += dual_work[0]
+            stats.tight_seconds += dual_work[1]
 
     def _known(q: int, c: int) -> bool:
         return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
