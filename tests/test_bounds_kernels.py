@@ -67,6 +67,39 @@ def test_weighted_rows_are_the_sparse_product_of_the_float32_table():
         np.testing.assert_allclose(out[b], want, rtol=1e-15, atol=0)
 
 
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+def test_overlap_sums_are_a_plain_loop_over_shared_words(weighting):
+    # OMR's additions by a loop over every (query, document) pair and the words both hold,
+    # summed in the order the kernel sums them (the query's words in CSR order, then the
+    # documents holding each in order), so bit for bit
+    docs, emb = random_corpus(6, 40, n_words=20, dim=5, max_len=10)
+    inputs = solver.prepare(docs, emb, weighting)
+    rows = np.array([3, 0, 17, 39, 8], dtype=np.int64)
+    lower = bounds.LowerBounds(inputs, np.arange(inputs.n))
+    weights, second = lower.weights, lower.second
+    forward, backward = lower._overlap(rows)
+    want_f = np.zeros((len(rows), inputs.n))
+    want_b = np.zeros((len(rows), inputs.n))
+    shared = 0
+    for r, q in enumerate(rows.tolist()):
+        for e in range(weights.indptr[q], weights.indptr[q + 1]):
+            for c in range(inputs.n):
+                found = np.flatnonzero(
+                    weights.indices[weights.indptr[c] : weights.indptr[c + 1]] == weights.indices[e]
+                )
+                if not len(found):
+                    continue
+                at_c = weights.indptr[c] + int(found[0])
+                a, b = weights.data[e], weights.data[at_c]
+                shared += 1
+                if a > b:
+                    want_f[r, c] += (a - b) * second[at_c]
+                elif b > a:
+                    want_b[r, c] += (b - a) * second[e]
+    assert shared > 100 and (want_f > 0).sum() > 20 and (want_b > 0).sum() > 20
+    assert forward.tobytes() == want_f.tobytes() and backward.tobytes() == want_b.tobytes()
+
+
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])
 def test_bounds_from_the_kept_cost_matrices_are_the_bounds_computed_afresh(weighting):
     docs, emb = random_corpus(4, 30, n_words=50, dim=6, max_len=14)

@@ -497,25 +497,54 @@ class LowerBounds:
         and document c share, the excess weight times the distance to the nearest other
         word (of c for q -> c, of q for c -> q)."""
         weights, n = self.weights, self.inputs.n
-        starts, ends = weights.indptr[rows], weights.indptr[rows + 1]
-        occurrence = _ranges(starts, ends)  # the queries' entries, CSR positions
-        row = np.repeat(np.arange(len(rows)), ends - starts)
-        word = weights.indices[occurrence]
         indptr, documents, position = self.postings
-        count = indptr[word + 1] - indptr[word]
-        posting = _ranges(indptr[word], indptr[word + 1])
-        at_q = np.repeat(occurrence, count)
-        at_c = position[posting]
-        a, b = weights.data[at_q], weights.data[at_c]
-        key = np.repeat(row, count) * n + documents[posting]
-        # excess * distance, and exactly 0 without excess (the distance may be inf)
-        forward = np.where(a > b, (a - b) * np.where(a > b, self.second[at_c], 0.0), 0.0)
-        backward = np.where(b > a, (b - a) * np.where(b > a, self.second[at_q], 0.0), 0.0)
-        size = len(rows) * n
-        return (
-            np.bincount(key, forward, minlength=size).reshape(len(rows), n),
-            np.bincount(key, backward, minlength=size).reshape(len(rows), n),
+        forward = np.zeros((len(rows), n))
+        backward = np.zeros((len(rows), n))
+        _overlap_sums(
+            np.asarray(rows, dtype=np.int64),
+            weights.indptr,
+            weights.indices,
+            weights.data,
+            indptr,
+            documents,
+            position,
+            self.second,
+            forward,
+            backward,
         )
+        return forward, backward
+
+
+@_kernel
+def _overlap_sums(
+    rows,
+    indptr,
+    indices,
+    data,
+    post_indptr,
+    post_documents,
+    post_position,
+    second,
+    forward,
+    backward,
+):  # pragma: no cover - compiled
+    """forward[r, c] (backward[r, c]) += the excess weight of query rows[r]'s (of document
+    c's) shared words times the distance from each to the nearest other word of c (of the
+    query): over the query's entries in CSR order, then the postings of each word in
+    order (the order a bincount of the flattened pairs added them in, so the same sums
+    without its arrays of every word-sharing pair). A word without excess adds nothing."""
+    for r in range(len(rows)):
+        q = rows[r]
+        for e in range(indptr[q], indptr[q + 1]):
+            word = indices[e]
+            a = data[e]
+            for p in range(post_indptr[word], post_indptr[word + 1]):
+                at_c = post_position[p]
+                b = data[at_c]
+                if a > b:
+                    forward[r, post_documents[p]] += (a - b) * second[at_c]
+                elif b > a:
+                    backward[r, post_documents[p]] += (b - a) * second[e]
 
 
 @_kernel
@@ -558,16 +587,6 @@ def setup_seconds_estimate(
     if timing["back_pairs_done"]:
         estimate += back * timing["back_pairs"] / timing["back_pairs_done"]
     return estimate
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The integers of [starts[k], ends[k]) for every k, concatenated, int64."""
-    lengths = ends - starts
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
 
 
 def relaxed_wmd(inputs: WmdInputs, rows: np.ndarray, omr: bool = False) -> np.ndarray:
