@@ -40,8 +40,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .compiled import _finish_costs, _kernel
-from .solver import WmdInputs, _distances
+from .compiled import _kernel
+from .solver import WmdInputs, _distances, cost_matrix
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
@@ -81,19 +81,9 @@ def nearest_other_word(inputs: WmdInputs, weights: sp.csr_matrix) -> np.ndarray:
 
 def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> np.ndarray:
     """Ground costs (``inputs.ground_cost``) between vocabulary rows, float64
-    [len(words_a), len(words_b)], by the same arithmetic as the exact costs; a word's
-    cost to itself is exactly 0."""
-    words_a = np.asarray(words_a, dtype=np.int64)
-    words_b = np.asarray(words_b, dtype=np.int64)
-    # solver.cost_matrix's arithmetic: one product, then the costs and the same-word
-    # zeros in one compiled pass
-    return _finish_costs(
-        inputs.vectors[words_a] @ inputs.vectors[words_b].T,
-        inputs.sq_norms,
-        words_a,
-        words_b,
-        inputs.ground_cost == "cosine",
-    )
+    [len(words_a), len(words_b)]: :func:`~.solver.cost_matrix`, the exact solves' own
+    costs; a word's cost to itself is exactly 0."""
+    return cost_matrix(inputs, words_a, words_b)
 
 
 #: Dimensions up to which :func:`pair_costs` computes a pair's word costs in one compiled

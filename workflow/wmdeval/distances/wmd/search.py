@@ -180,6 +180,20 @@ def _limit(scale: float, kth: float) -> float:
     return kth + scaled_margin(scale, kth)
 
 
+def _admit(
+    best: list[tuple[float, int]], k: int, ranked: tuple[float, int], scale: float, limit: float
+) -> float:
+    """Put ``ranked`` (tie key, position) into ``best``, a query's k nearest so far in
+    order, if it belongs there; returns the pruning limit (:func:`_limit` of the k-th),
+    ``limit`` unless the k-th changed."""
+    if len(best) < k or ranked < best[-1]:
+        bisect.insort(best, ranked)
+        del best[k:]
+        if len(best) == k:
+            return _limit(scale, best[-1][0])
+    return limit
+
+
 def _key(distance: float) -> float:
     """The distance as every ranking compares it (:func:`~wmdeval.core.variant.tie_key`)."""
     return scalar_tie_key(float(distance))
@@ -409,12 +423,7 @@ def search_queries(
                         # now, no bound can tell more, and the k-th tightens sooner
                         d, _ = distance(q, c, False)
                         used[c] = d
-                        ranked = (_key(d), c)
-                        if len(best) < task.k or ranked < best[-1]:
-                            bisect.insort(best, ranked)
-                            del best[task.k :]
-                            if len(best) == task.k:
-                                limit = _limit(scale, best[-1][0])
+                        limit = _admit(best, task.k, (_key(d), c), scale, limit)
                         at += 1
                         continue
                     # a candidate passes the tighter bound before it is solved
@@ -469,12 +478,7 @@ def search_queries(
                     if held == POTENTIALS:
                         collecting[q] = False
                         left_for.pop(q, None)
-                ranked = (_key(d), c)
-                if len(best) < task.k or ranked < best[-1]:
-                    bisect.insort(best, ranked)
-                    del best[task.k :]
-                    if len(best) == task.k:
-                        limit = _limit(scale, best[-1][0])
+                limit = _admit(best, task.k, (_key(d), c), scale, limit)
             certificates.append((task.key, task.k, unsolved))
         collecting[q] = False
         left_for.pop(q, None)

@@ -275,8 +275,10 @@ def word_costs(
 
     ``products``: float64 [p, q]; ``sq_a`` [p], ``sq_b`` [q]: the vectors' squared norms
     (unused for "cosine", whose vectors are unit directions). "euclidean":
-    :func:`_distances`; "cosine": max(1 - a.b, 0). The one place that maps a ground cost
-    to arithmetic, so that exact costs, bounds and the search agree on it.
+    :func:`_distances`; "cosine": max(1 - a.b, 0). The definition of each ground cost's
+    arithmetic: the compiled passes that the exact costs (:func:`cost_matrix`, by
+    ``compiled._finish_costs``) and the bounds' tables (``bounds._costs32``) run repeat
+    its operations in its order, and the tests hold them to its bits.
     """
     if ground_cost == "euclidean":
         return _distances(products, sq_a, sq_b)
