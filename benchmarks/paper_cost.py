@@ -64,6 +64,7 @@ with and without the shared-pairs correction.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -98,6 +99,21 @@ AUTO_MIN_DOCUMENTS = 2000
 #: whose full matrices the analyses and Figures 4-5 read (wmd_sample_block jobs).
 SAMPLE_DOCUMENTS = config.defaults("wmd", "sample_documents")
 SAMPLE_SEED = config.defaults("wmd", "sample_seed")
+
+
+#: The paper's duplicate pairs and duplicate samples of the datasets whose stand-in is
+#: generated (docs/protocol.md, the table of §1). A generated stand-in gets as many, so
+#: that its clean variant drops about as many documents as the real one: without them it
+#: dropped none, every clean list was its original's, and the clean searches looked
+#: nearly free. Real text (20news, amazon) keeps the duplicates it has.
+PAPER_DUPLICATES = {
+    "bbcsport": (15, 30),
+    "twitter": (976, 474),
+    "recipe": (48, 66),
+    "ohsumed": (1873, 3116),
+    "classic": (2588, 600),
+    "reuters": (143, 197),
+}
 
 
 #: Methods whose clean search takes the original's pairs (common.smk's
@@ -263,6 +279,32 @@ def clean_forecast(
 
 
 # ------------------------------------------------------------------------- stand-ins
+def duplicate_group_sizes(pairs: int, samples: int) -> list[int]:
+    """Sizes of duplicate groups holding ``samples`` documents in all with about ``pairs``
+    unordered pairs: one group of m and the rest pairs, m from m(m-1)/2 + (samples - m)/2
+    = pairs (twitter: 474 documents in 217 pairs and a group of 40, 997 pairs for the
+    paper's 976). No group for fewer than two samples."""
+    if samples < 2:
+        return []
+    m = round(1 + math.sqrt(max(0, 1 + 2 * pairs - samples)))
+    m = min(max(m, 2), samples)
+    if (samples - m) % 2:
+        m = m + 1 if m < samples else m - 1
+    return ([m] if m >= 2 else []) + [2] * ((samples - m) // 2)
+
+
+def plant_duplicates(bags: list[dict], labels: list[str], sizes: list[int], rng) -> None:
+    """Make groups of ``sizes`` distinct random documents duplicates, in place: each
+    group's other documents take its first one's words, counts and label."""
+    chosen = rng.permutation(len(bags))[: sum(sizes)].tolist()
+    start = 0
+    for size in sizes:
+        first, *others = chosen[start : start + size]
+        for doc in others:
+            bags[doc], labels[doc] = dict(bags[first]), labels[first]
+        start += size
+
+
 def tables(corpus, bags, labels, subsets, rng) -> tuple[pa.Table, pa.Table, pa.Table]:
     """Documents, splits and 300-d unit embeddings of a stand-in, as the workflow's
     tables (the layout of paper_scale.write_mat, without the .mat file)."""
@@ -310,7 +352,9 @@ def standin(name: str, scale: float, data: Path, workdir: Path, seed: int) -> tu
     corpus = paper_scale.scaled(paper_scale.PAPER[name], scale)
     real = name in paper_scale.REAL_TEXT and (data / paper_scale.REAL_TEXT[name]).exists()
     source = f"real text ({paper_scale.REAL_TEXT[name]})" if real else "generated"
-    where = workdir / f"{name}-{scale}-{seed}"
+    # "dup": the generated stand-ins carry the paper's duplicates (a workdir made before
+    # they did is not reused)
+    where = workdir / f"{name}-{scale}-{seed}-dup"
     if not (where / "pca5.parquet").exists():
         rng = np.random.default_rng(seed)
         if real:
@@ -319,6 +363,9 @@ def standin(name: str, scale: float, data: Path, workdir: Path, seed: int) -> tu
             )
         else:
             bags, labels, subsets = paper_scale.generated_documents(corpus, rng)
+            pairs, samples = PAPER_DUPLICATES[name]
+            sizes = duplicate_group_sizes(round(pairs * scale), round(samples * scale))
+            plant_duplicates(bags, labels, sizes, rng)
         documents, splits, embeddings = tables(corpus, bags, labels, subsets, rng)
         io.write_table(documents, where / "documents.parquet", schemas.DOCUMENTS)
         io.write_table(splits, where / "splits.parquet", schemas.SPLITS)

@@ -276,8 +276,10 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
         runs.append(
             (pa.concat_tables([p for p, _ in parts]), pa.concat_tables([c for _, c in parts]))
         )
-        # some lists are settled by their floor, some fall back to the search
+        # some lists are settled by their floor, some fall back to the search, whose
+        # candidates the original left unsolved start at their certificates' bounds
         assert 0 < stats.floored < len(floors), (stats.floored, len(floors))
+        assert stats.floored_candidates > 0
         if n_shards == 1:
             assert stats.solves < plain.solves, (stats.solves, plain.solves)
     assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
@@ -308,6 +310,28 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
         clean_docs, clean_splits, {slug: (clean.doc_ids, exact)}, None, "t", "clean"
     ).to_pylist()
     assert scores[0] == scores[1] == full
+
+    # the candidate floors alone (no list settled): fewer solves than the pairs alone,
+    # certificates that hold, the same scores
+    alone_stats = search.SearchStats()
+    alone = search.search_shard(
+        clean, folds_, None, 0, 1, 1, alone_stats, known, reuse.Floors({}, floors.candidates)
+    )
+    assert alone_stats.floored == 0 and alone_stats.floored_candidates > 0
+    assert alone_stats.solves < plain.solves, (alone_stats.solves, plain.solves)
+    search.check_complete(*alone, clean.doc_ids, "clean")
+    held = {(r["query"], r["candidate"]) for r in alone[0].to_pylist()}
+    for row in alone[1].to_pylist():
+        q = position[row["query"]]
+        for c in by_key[row["candidates"]].tolist():
+            if (row["query"], int(clean.doc_ids[c])) not in held and np.isfinite(exact[q, c]):
+                assert exact[q, c] >= row["unsolved_bound"] * (1 - 1e-9)
+    assert (
+        knn.evaluate_dataset(
+            clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={slug: alone}
+        ).to_pylist()
+        == full
+    )
 
 
 def test_queries_their_floors_settle_get_no_bounds(monkeypatch):
@@ -381,6 +405,13 @@ def test_a_floor_needs_a_superset_list_and_a_large_enough_k():
         clean_ids, np.zeros(5, dtype=bool), roles, ids, none_empty, orig_roles, certs, "c"
     )
     assert floors == {(0, candidates_key(within)): 2.5, (0, candidates_key(pair)): 4.0}
+    # single candidates: every certificate of the document bounds its list's members
+    # (over the clean positions; doc_id 10, the query, is in neither list)
+    assert floors.candidates.by_query == {
+        0: [(candidates_key(big), 2.5), (candidates_key(small), 4.0)]
+    }
+    assert floors.candidates.row(0, 5).tolist() == [-np.inf, 2.5, 4.0, 4.0, 2.5]
+    assert floors.candidates.row(1, 5) is None
     # a larger k than B's: only A's bound; a list outside every original list: none
     roles = [
         QueryRole(0, "test", np.array([0]), outside_k, 3),

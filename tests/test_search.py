@@ -239,6 +239,39 @@ def test_dual_bounds_from_solved_pairs_lie_below_the_exact_wmd(weighting, seed):
     assert near > 20  # and the potentials of solved pairs make them tight
 
 
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_potentials_from_the_solves_own_costs_are_the_recomputed_ones(weighting):
+    # solve_pair_costs: the same solve as solve_pair, plus the matrix it solved with;
+    # query_potential given it (either side, shared words dropped or not) computes only
+    # the other rows and agrees with the potential computed from scratch
+    docs, emb = random_corpus(5, 24, n_words=25, dim=6, max_len=14)
+    inputs = solver.prepare(docs, emb, weighting)
+    checked = 0
+    for q in range(inputs.n):
+        for c in range(inputs.n):
+            value, duals, costs = solver.solve_pair_costs(inputs, q, c)
+            plain, plain_duals = solver.solve_pair(inputs, q, c)
+            assert np.array_equal([value], [plain], equal_nan=True)  # the same bits
+            assert (duals is None) == (plain_duals is None)
+            if duals is None:
+                assert costs is None
+                continue
+            keep_s, keep_t, cost = costs
+            source, target = (q, c) if inputs.doc_ids[q] < inputs.doc_ids[c] else (c, q)
+            assert np.array_equal(duals[0][0], inputs.indices[source][keep_s])
+            assert np.array_equal(duals[1][0], inputs.indices[target][keep_t])
+            assert np.array_equal(cost, solver.cost_matrix(inputs, duals[0][0], duals[1][0]))
+            for doc, other, known in (
+                (source, duals[1], (keep_s, cost)),
+                (target, duals[0], (keep_t, cost.T)),
+            ):
+                fresh = bounds.query_potential(inputs, doc, other)
+                reused = bounds.query_potential(inputs, doc, other, known)
+                assert reused == pytest.approx(fresh, rel=1e-12, abs=1e-12)
+                checked += 1
+    assert checked > 300
+
+
 def test_a_potential_of_the_pair_itself_gives_its_exact_wmd():
     docs, emb = random_corpus(3, 12, n_words=30, dim=5, max_len=12)
     inputs = solver.prepare(docs, emb, "bow")

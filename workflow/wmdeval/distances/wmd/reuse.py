@@ -151,6 +151,42 @@ def _list_ids(role: QueryRole, empty: np.ndarray, doc_ids: np.ndarray) -> np.nda
     return doc_ids[role.candidates[~empty[role.candidates]]]
 
 
+class Floors(dict):
+    """The floors of :func:`certificate_floors`: (query position, candidate list key) ->
+    the floor of a list (a dict, as the search's ``floors`` argument takes it), and in
+    ``candidates`` the floors of single candidates (:class:`CandidateFloors`)."""
+
+    def __init__(self, lists=(), candidates: CandidateFloors | None = None):
+        super().__init__(lists)
+        self.candidates = candidates if candidates is not None else CandidateFloors({}, {})
+
+
+class CandidateFloors:
+    """Lower bounds of single candidates from the original's certificates, for the lists
+    no floor settles. An original list's ``unsolved_bound`` bounds every candidate of it
+    that the original left unsolved, whatever list of the searching variant it is now in
+    (a clean validation query's fit list is a new random subset of its training list,
+    rarely within the original's, yet most of it is in the original's list of the same
+    query). ``members``: original list key -> bool over the searching variant's
+    positions; ``by_query``: query position -> [(original list key, its bound)]. A known
+    pair (the original's solves) is not bounded by it: its distance is taken instead."""
+
+    def __init__(self, members: dict[str, np.ndarray], by_query: dict[int, list]):
+        self.members, self.by_query = members, by_query
+
+    def row(self, query: int, n: int) -> np.ndarray | None:
+        """float64 [n]: the largest floor of each candidate of ``query`` (-inf where
+        none), or None if the query has none."""
+        mine = self.by_query.get(query)
+        if not mine:
+            return None
+        row = np.full(n, -np.inf)
+        for key, bound in mine:
+            member = self.members[key]
+            row[member] = np.maximum(row[member], bound)
+        return row
+
+
 def certificate_floors(
     doc_ids: np.ndarray,
     empty: np.ndarray,
@@ -160,7 +196,7 @@ def certificate_floors(
     original_roles: list[QueryRole],
     certificates: pa.Table,
     what: str,
-) -> dict[tuple[int, str], float]:
+) -> Floors:
     """Per (query position, candidate list key) of ``roles`` (the searching variant's,
     over ``doc_ids``): the largest ``unsolved_bound`` of the original's ``certificates``
     (NEIGHBOUR_CERTIFICATES over ``original_doc_ids``, searched for ``original_roles``)
@@ -168,6 +204,10 @@ def certificate_floors(
     at least this list's (the largest k of the roles sharing it). Only such a list
     proves something: its certificate bounds the candidates the original left unsolved,
     and a smaller k stops on a nearer k-th. Lists without one get no floor.
+
+    And in ``.candidates`` (:class:`CandidateFloors`), for every query of ``roles``, each
+    finite certificate of the same document whatever its list and k: it bounds the
+    candidates of its list the original left unsolved, one by one.
 
     A certificate whose query is not an original document, or whose key is not a list
     the original's roles give that query, was searched on other splits or settings:
@@ -219,7 +259,16 @@ def certificate_floors(
         ]
         if found:
             floors[(q, key)] = max(found)
-    return floors
+    members: dict[str, np.ndarray] = {}
+    single: dict[int, list[tuple[str, float]]] = {}
+    for q in sorted({q for q, _ in needed}):
+        for other, _, bound in by_query.get(int(doc_ids[q]), ()):
+            if not np.isfinite(bound):
+                continue  # the original solved every candidate of that list
+            if other not in members:
+                members[other] = np.isin(doc_ids, lists[other])
+            single.setdefault(q, []).append((other, bound))
+    return Floors(floors, CandidateFloors(members, single))
 
 
 def read_floors(
@@ -231,7 +280,7 @@ def read_floors(
     settings,
     embeddings: pa.Table,
     weighting: str,
-) -> dict[tuple[int, str], float]:
+) -> Floors:
     """:func:`certificate_floors` of the searching variant (``inputs``, ``folds``) from the
     original's merged NEIGHBOUR_CERTIFICATES file, its SPLITS and DOCUMENTS files: the
     original's lists are recomputed from them as its search computed them (the same
@@ -319,6 +368,8 @@ def read_reuse(
 
 
 __all__ = [
+    "CandidateFloors",
+    "Floors",
     "KnownPairs",
     "certificate_floors",
     "check_same_documents",

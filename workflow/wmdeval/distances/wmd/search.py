@@ -37,7 +37,11 @@ A list another search certified for the same query among a superset of its candi
 (``floors``: the clean variant's from the original's certificates) may need no visit at
 all: every candidate whose distance is not known has a lower bound of at least the
 certificate's, so if that bound is beyond the k-th of the known distances, they are the
-list's top k.
+list's top k. Any other list of the query starts with the cheap bounds of the candidates
+the original's lists of the same document left unsolved raised to those lists'
+certificates, so only the rest need tighter bounds or solves (a clean validation
+query's fit list is a new random subset of the training list, mostly inside the
+original's fit list of the same document when it had one).
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -76,7 +80,7 @@ from .bounds import (
 )
 from .pairs import document_work
 from .reuse import read_reuse
-from .solver import WmdInputs, _blas, prepare, solve_pair
+from .solver import WmdInputs, _blas, prepare, solve_pair_costs
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
@@ -122,6 +126,8 @@ class SearchStats:
     solves: int = 0  # exact WMD solves
     reused: int = 0  # distances taken from pairs solved before (`known`), not solved
     floored: int = 0  # (query, list) tasks settled by a floor (`floors`), not searched
+    # (query, candidate) cheap bounds raised by a candidate floor (`floors.candidates`)
+    floored_candidates: int = 0
     pairs: int = 0  # (query, candidate) pairs whose exact distance was used
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
     tight: int = 0  # (query, candidate) ICT bounds computed
@@ -300,7 +306,11 @@ def search_queries(
     test against their k-th, every known candidate of the list is taken (no solve, no
     bound) and the floor is its certificate; else the list is searched as without it.
     The test reads only the query's own known distances, so it does not depend on the
-    other queries of the job either.
+    other queries of the job either. A list no floor settles is searched with the cheap
+    bounds of its candidates raised to ``floors.candidates`` where it has them
+    (:class:`~.reuse.CandidateFloors`: the original's certificate of any list of the same
+    document bounds each candidate of that list the original left unsolved; a known pair
+    keeps its own bound, its distance is taken).
     """
     stats = stats if stats is not None else SearchStats()
     scale = margin_scale(inputs)
@@ -340,19 +350,27 @@ def search_queries(
         if q == c:
             solved[pair] = 0.0  # the diagonal of a gathered matrix
             return 0.0, None
-        # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals
-        known, duals = solve_pair(inputs, q, c)
+        # wmd_pair's value (oriented by doc_id, as in the blocks), with its duals and the
+        # word costs they were solved with (the potentials' c-transforms reuse them)
+        known, duals, costs = solve_pair_costs(inputs, q, c)
         with stats.lock:
             stats.solves += 1
         q_source = inputs.doc_ids[q] < inputs.doc_ids[c]
+        if duals is not None:
+            keep_source, keep_target, cost = costs
+            q_costs, c_costs = (keep_source, cost), (keep_target, cost.T)
+            if not q_source:
+                q_costs, c_costs = (keep_target, cost.T), (keep_source, cost)
         if collecting[c] and pair not in solved:
             left_for.setdefault(c, {})[q] = (
-                None if duals is None else query_potential(inputs, c, duals[0 if q_source else 1])
+                None
+                if duals is None
+                else query_potential(inputs, c, duals[0 if q_source else 1], c_costs)
             )
         solved[pair] = known
         if duals is None or not potential:
             return known, None
-        return known, query_potential(inputs, q, duals[1 if q_source else 0])
+        return known, query_potential(inputs, q, duals[1 if q_source else 0], q_costs)
 
     def one_query(q: int, bound: np.ndarray) -> None:
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
@@ -369,6 +387,8 @@ def search_queries(
         costs_bytes = [0]  # what `costs` holds
         certificates = []
         dual_work = [0, 0.0]  # dual bounds computed and their CPU, added to stats at the end
+        if bound is not None and single is not None:
+            bound = _floored(q, bound)
         for at_task, task in enumerate(tasks[q]):
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
@@ -492,6 +512,25 @@ def search_queries(
     def _known(q: int, c: int) -> bool:
         return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
 
+    def _floored(q: int, bound: np.ndarray) -> np.ndarray:
+        # the cheap bounds raised to the original's certificates of this document's lists
+        # (`floors.candidates`), except where the pair is known: the original solved it,
+        # so its certificate says nothing of it, and the search takes its distance
+        row = single.row(q, n)
+        if row is None:
+            return bound
+        raised = np.flatnonzero(row > bound)
+        if has_known and len(raised):
+            found, _ = _known_lookup(preloaded, np.minimum(raised, q) * n + np.maximum(raised, q))
+            raised = raised[~found]
+        if not len(raised):
+            return bound
+        bound = bound.copy()
+        bound[raised] = row[raised]
+        with stats.lock:
+            stats.floored_candidates += len(raised)
+        return bound
+
     def _tighten(
         q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit, transfers
     ) -> None:
@@ -543,6 +582,7 @@ def search_queries(
     # queries whose every list its floor settles need no bound: left out of the set-up
     # (its work grows with the queries' words) and of the cheap bounds
     settled = settled_lists(inputs, tasks, preloaded, floors)
+    single = getattr(floors, "candidates", None)  # reuse.CandidateFloors
     bounded = np.array([q for q in queries.tolist() if q not in settled], dtype=np.int64)
     needs = np.isin(queries, bounded)
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:

@@ -332,26 +332,43 @@ def solve_pair(inputs: WmdInputs, i: int, j: int) -> tuple[float, Potentials | N
     transport problem was solved (an empty document, identical marginals, an empty
     residual). The value is computed the same way with or without them.
     """
+    value, potentials, _ = solve_pair_costs(inputs, i, j)
+    return value, potentials
+
+
+def solve_pair_costs(
+    inputs: WmdInputs, i: int, j: int
+) -> tuple[float, Potentials | None, SolvedCosts | None]:
+    """(:func:`solve_pair`'s value and potentials, the word costs it solved with): the
+    positions of the kept words in each document's ``indices`` (source first, as the
+    potentials) and the cost matrix [source kept, target kept]; None with the potentials.
+    The same solve, so the same bits: for a caller that needs those costs again (the
+    search's potentials on a document's words)."""
     if inputs.doc_ids[j] < inputs.doc_ids[i]:
         i, j = j, i
     a, b = inputs.weights[i], inputs.weights[j]
     if not len(a) or not len(b):
-        return float("nan"), None
+        return float("nan"), None, None
     if inputs.twin[i] == inputs.twin[j]:
-        return 0.0, None
+        return 0.0, None, None
     rows_i, rows_j = inputs.indices[i], inputs.indices[j]
     if inputs.ground_cost in METRIC_COSTS:
         # residual_problem over the shared words, compiled (the same bits)
         a, b, keep_a, keep_b = _residual(rows_i, rows_j, a, b)
         if not len(a) or not len(b):
-            return 0.0, None
+            return 0.0, None, None
         rows_i, rows_j = rows_i[keep_a], rows_j[keep_b]
-    value, u, v = _wmd_duals(a, b, cost_matrix(inputs, rows_i, rows_j))
-    return value, ((rows_i, u), (rows_j, v))
+    else:
+        keep_a, keep_b = np.arange(len(a)), np.arange(len(b))
+    cost = cost_matrix(inputs, rows_i, rows_j)
+    value, u, v = _wmd_duals(a, b, cost)
+    return value, ((rows_i, u), (rows_j, v)), (keep_a, keep_b, cost)
 
 
 #: Dual potentials of a solved pair: ((source words, u), (target words, v)).
 Potentials = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: Word costs of a solved pair: (source positions kept, target positions kept, costs).
+SolvedCosts = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def residual_problem(
