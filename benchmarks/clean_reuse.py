@@ -8,8 +8,10 @@ work directory), WMD (bag-of-words weights), all in this process:
    the workflow's ``duplicates`` job does: the clean variant;
 2. the original variant is searched (one shard, as ``wmd_search`` jobs do);
 3. the clean variant is searched from nothing, then with the original's pairs
-   (``known``, distances/wmd/reuse.py), then with its pairs and certificates (``floors``:
-   lists within an original list of the query settled without a search), as its
+   (``known``, distances/wmd/reuse.py), then with its pairs and the floors of its lists
+   (lists within an original list of the query settled without a search), then also
+   with the floors of single candidates (``reuse.CandidateFloors``: each original
+   certificate of the same document bounds its list's unsolved candidates), as its
    ``wmd_search`` jobs now do.
 
 Printed: exact solves and process CPU of each search, the distances taken, and whether
@@ -93,10 +95,21 @@ def main() -> None:
         "original certificates",
     )
     floored_keyed = time.process_time() - t0
+    # the list floors alone (as before candidate floors), then with them
+    listed, listed_stats, listed_cpu = searched(
+        clean, clean_splits, args.threads, known, reuse.Floors(dict(floors))
+    )
+    print(
+        f"clean with the original's pairs and list floors alone ({len(floors):,} lists "
+        f"floored, {listed_stats.floored:,} settled): {listed_stats.solves:,} solves, "
+        f"{listed_stats.reused:,} distances taken, {listed_cpu:.1f} s CPU",
+        flush=True,
+    )
     floored, floored_stats, floored_cpu = searched(clean, clean_splits, args.threads, known, floors)
     print(
         f"clean with the original's pairs and certificates ({len(floors):,} lists floored, "
-        f"{floored_stats.floored:,} settled): {floored_stats.solves:,} solves, "
+        f"{floored_stats.floored:,} settled, {floored_stats.floored_candidates:,} candidates' "
+        f"bounds raised): {floored_stats.solves:,} solves, "
         f"{floored_stats.reused:,} distances taken, {floored_cpu:.1f} s CPU (+{keyed:.2f} s "
         f"keying the pairs, +{floored_keyed:.2f} s the floors)",
         flush=True,
@@ -105,9 +118,9 @@ def main() -> None:
         knn.evaluate_dataset(
             clean_docs, clean_splits, {}, None, "b", "clean", neighbour_tables={"wmd": tables}
         ).to_pylist()
-        for tables in (fresh, reused, floored)
+        for tables in (fresh, reused, listed, floored)
     ]
-    same = "yes" if scores[0] == scores[1] == scores[2] else "no"
+    same = "yes" if scores[0] == scores[1] == scores[2] == scores[3] else "no"
     print(
         f"clean_reuse: {fresh_stats.solves / max(reused_stats.solves, 1):.1f}x fewer solves, "
         f"{fresh_cpu / max(reused_cpu + keyed, 1e-9):.1f}x less CPU with the pairs; with the "

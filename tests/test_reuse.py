@@ -405,13 +405,22 @@ def test_a_floor_needs_a_superset_list_and_a_large_enough_k():
         clean_ids, np.zeros(5, dtype=bool), roles, ids, none_empty, orig_roles, certs, "c"
     )
     assert floors == {(0, candidates_key(within)): 2.5, (0, candidates_key(pair)): 4.0}
-    # single candidates: every certificate of the document bounds its list's members
-    # (over the clean positions; doc_id 10, the query, is in neither list)
-    assert floors.candidates.by_query == {
-        0: [(candidates_key(big), 2.5), (candidates_key(small), 4.0)]
-    }
-    assert floors.candidates.row(0, 5).tolist() == [-np.inf, 2.5, 4.0, 4.0, 2.5]
-    assert floors.candidates.row(1, 5) is None
+    # single pairs: a certificate bounds its list's members as candidates of its
+    # document (over the clean positions; doc_id 10, the query, is in neither list)...
+    single = floors.candidates
+    assert single.by_query == {0: [(candidates_key(big), 2.5), (candidates_key(small), 4.0)]}
+    assert single.row(0, 5).tolist() == [-np.inf, 2.5, 4.0, 4.0, 2.5]
+    # ... and its document as a candidate of each member (WMD is symmetric): doc_id 11
+    # is in A, doc_id 12 in A and B
+    inf = np.inf
+    assert single.row(1, 5).tolist() == [2.5, -inf, -inf, -inf, -inf]
+    assert single.row(2, 5).tolist() == [4.0, -inf, -inf, -inf, -inf]
+    # a document certified on a list that holds it is never bounded against itself
+    looped = reuse.CandidateFloors(
+        {"L": np.ones(3, dtype=bool)}, {1: [("L", 2.0)]}, {"L": (np.array([1]), np.array([2.0]))}
+    )
+    assert looped.row(1, 3).tolist() == [2.0, -inf, 2.0]
+    assert reuse.CandidateFloors({}, {}).row(0, 3) is None
     # a larger k than B's: only A's bound; a list outside every original list: none
     roles = [
         QueryRole(0, "test", np.array([0]), outside_k, 3),

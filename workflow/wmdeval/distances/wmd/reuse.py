@@ -162,28 +162,42 @@ class Floors(dict):
 
 
 class CandidateFloors:
-    """Lower bounds of single candidates from the original's certificates, for the lists
-    no floor settles. An original list's ``unsolved_bound`` bounds every candidate of it
-    that the original left unsolved, whatever list of the searching variant it is now in
-    (a clean validation query's fit list is a new random subset of its training list,
-    rarely within the original's, yet most of it is in the original's list of the same
-    query). ``members``: original list key -> bool over the searching variant's
-    positions; ``by_query``: query position -> [(original list key, its bound)]. A known
-    pair (the original's solves) is not bounded by it: its distance is taken instead."""
+    """Lower bounds of single pairs from the original's certificates, for the lists no
+    floor settles. An original certificate (query d, list L, bound F) bounds WMD(d, x) by
+    F for every x of L that the original's search of d left unsolved, whatever list of
+    the searching variant it is now in: as a candidate x of query d (a clean validation
+    query's fit list is a new random subset of its training list, rarely within the
+    original's, yet mostly inside the original's list of the same document), and, WMD
+    being symmetric, as a candidate d of query x. ``members``: original list key -> bool
+    over the searching variant's positions; ``by_query``: query position -> [(original
+    list key, its bound)] of its own certificates; ``by_list``: original list key ->
+    (positions of the documents certified on it, their bounds). A known pair (the
+    original's solves) is not bounded by them: its distance is taken instead."""
 
-    def __init__(self, members: dict[str, np.ndarray], by_query: dict[int, list]):
+    def __init__(
+        self,
+        members: dict[str, np.ndarray],
+        by_query: dict[int, list[tuple[str, float]]],
+        by_list: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ):
         self.members, self.by_query = members, by_query
+        self.by_list = by_list if by_list is not None else {}
 
     def row(self, query: int, n: int) -> np.ndarray | None:
-        """float64 [n]: the largest floor of each candidate of ``query`` (-inf where
-        none), or None if the query has none."""
-        mine = self.by_query.get(query)
-        if not mine:
+        """float64 [n]: the largest floor of the pair of ``query`` with each document
+        (-inf where none, and at ``query`` itself), or None if it has none."""
+        mine = self.by_query.get(query, ())
+        theirs = [key for key in self.by_list if self.members[key][query]]
+        if not mine and not theirs:
             return None
         row = np.full(n, -np.inf)
         for key, bound in mine:
             member = self.members[key]
             row[member] = np.maximum(row[member], bound)
+        for key in theirs:
+            certified, bounds = self.by_list[key]
+            row[certified] = np.maximum(row[certified], bounds)
+        row[query] = -np.inf  # its distance to itself is 0, never bounded
         return row
 
 
@@ -259,16 +273,31 @@ def certificate_floors(
         ]
         if found:
             floors[(q, key)] = max(found)
+    # single pairs: each finite certificate of a document the searching variant holds,
+    # by its query (for that query's candidates) and by its list (for the lists' members
+    # as queries); a certificate of inf bounds nothing (every candidate was solved)
     members: dict[str, np.ndarray] = {}
     single: dict[int, list[tuple[str, float]]] = {}
-    for q in sorted({q for q, _ in needed}):
-        for other, _, bound in by_query.get(int(doc_ids[q]), ()):
+    listed: dict[str, tuple[list[int], list[float]]] = {}
+    position = {int(d): k for k, d in enumerate(np.asarray(doc_ids).tolist())}
+    for q_id, certified in by_query.items():
+        q = position.get(q_id)
+        if q is None:
+            continue  # dropped by the searching variant
+        for other, _, bound in certified:
             if not np.isfinite(bound):
-                continue  # the original solved every candidate of that list
+                continue
             if other not in members:
                 members[other] = np.isin(doc_ids, lists[other])
             single.setdefault(q, []).append((other, bound))
-    return Floors(floors, CandidateFloors(members, single))
+            at, values = listed.setdefault(other, ([], []))
+            at.append(q)
+            values.append(bound)
+    by_list = {
+        key: (np.array(at, dtype=np.int64), np.array(values, dtype=np.float64))
+        for key, (at, values) in listed.items()
+    }
+    return Floors(floors, CandidateFloors(members, single, by_list))
 
 
 def read_floors(

@@ -37,11 +37,12 @@ A list another search certified for the same query among a superset of its candi
 (``floors``: the clean variant's from the original's certificates) may need no visit at
 all: every candidate whose distance is not known has a lower bound of at least the
 certificate's, so if that bound is beyond the k-th of the known distances, they are the
-list's top k. Any other list of the query starts with the cheap bounds of the candidates
-the original's lists of the same document left unsolved raised to those lists'
-certificates, so only the rest need tighter bounds or solves (a clean validation
-query's fit list is a new random subset of the training list, mostly inside the
-original's fit list of the same document when it had one).
+list's top k. Any other list of the query starts with the cheap bounds of the pairs the
+original left unsolved raised to the certificates that bound them (the original's
+certificate of a document's list bounds the document's pair with every member it did
+not solve, from either side), so only the rest need tighter bounds or solves (a clean
+validation query's fit list is a new random subset of the training list, mostly inside
+the original's fit list of the same document when it had one).
 
 The same search serves WRD (weighting "wrd"): the exact solves and the bounds take the
 ground cost from the prepared inputs (``WmdInputs.ground_cost``), so nothing here
@@ -308,9 +309,10 @@ def search_queries(
     The test reads only the query's own known distances, so it does not depend on the
     other queries of the job either. A list no floor settles is searched with the cheap
     bounds of its candidates raised to ``floors.candidates`` where it has them
-    (:class:`~.reuse.CandidateFloors`: the original's certificate of any list of the same
-    document bounds each candidate of that list the original left unsolved; a known pair
-    keeps its own bound, its distance is taken).
+    (:class:`~.reuse.CandidateFloors`: an original certificate of document d on list L
+    bounds every pair of d with a member of L that the original left unsolved, so for
+    the query as d and as a member alike; a known pair keeps its own bound, its
+    distance is taken).
     """
     stats = stats if stats is not None else SearchStats()
     scale = margin_scale(inputs)
@@ -513,9 +515,11 @@ def search_queries(
         return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
 
     def _floored(q: int, bound: np.ndarray) -> np.ndarray:
-        # the cheap bounds raised to the original's certificates of this document's lists
-        # (`floors.candidates`), except where the pair is known: the original solved it,
-        # so its certificate says nothing of it, and the search takes its distance
+        # the cheap bounds raised to the original's certificates that bound the pair
+        # (`floors.candidates`: this document's over its lists' members, each member's
+        # over its lists holding this document), except where the pair is known: the
+        # original solved it, so no certificate says anything of it, and the search
+        # takes its distance
         row = single.row(q, n)
         if row is None:
             return bound
