@@ -3,7 +3,8 @@
 Default: for each paper dataset, a stand-in of its size, layout, classes, vocabulary,
 distinct words per document and 300-d unit vectors, made by benchmarks/paper_scale.py's
 generators (20news and amazon are real text from ``../shared/data``, the others
-generated; the output says which). Per transport method of the paper plan (WMD,
+generated, with the paper's counts of duplicate pairs and duplicate samples planted,
+PAPER_DUPLICATES; the output says which). Per transport method of the paper plan (WMD,
 WMD-TF-IDF, WRD, WMD on 5-d PCA vectors):
 
 * **full**: the pairs the full mode solves (the upper triangle; one-fold datasets

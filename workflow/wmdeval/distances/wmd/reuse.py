@@ -154,7 +154,7 @@ def _list_ids(role: QueryRole, empty: np.ndarray, doc_ids: np.ndarray) -> np.nda
 class Floors(dict):
     """The floors of :func:`certificate_floors`: (query position, candidate list key) ->
     the floor of a list (a dict, as the search's ``floors`` argument takes it), and in
-    ``candidates`` the floors of single candidates (:class:`CandidateFloors`)."""
+    ``candidates`` the floors of single pairs (:class:`CandidateFloors`)."""
 
     def __init__(self, lists=(), candidates: CandidateFloors | None = None):
         super().__init__(lists)
@@ -219,9 +219,10 @@ def certificate_floors(
     proves something: its certificate bounds the candidates the original left unsolved,
     and a smaller k stops on a nearer k-th. Lists without one get no floor.
 
-    And in ``.candidates`` (:class:`CandidateFloors`), for every query of ``roles``, each
-    finite certificate of the same document whatever its list and k: it bounds the
-    candidates of its list the original left unsolved, one by one.
+    And in ``.candidates`` (:class:`CandidateFloors`) every finite certificate of a
+    document the searching variant holds, whatever its list and k: it bounds that
+    document's pair with each member of its list the original left unsolved, one by
+    one, from either side.
 
     A certificate whose query is not an original document, or whose key is not a list
     the original's roles give that query, was searched on other splits or settings:
