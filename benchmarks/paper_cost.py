@@ -562,25 +562,9 @@ def check_corpus(name: str, documents, splits, embeddings_path: Path, args) -> t
     started = time.perf_counter()
     record = forecast_search(where, embeddings_path, "bow", args.check_shards, name, "wmd", args)
     forecast_wall = time.perf_counter() - started
-    solves, cpu0, wall0 = 0, time.process_time(), time.perf_counter()
-    shard_cpu = []
-    for shard in range(args.check_shards):
-        c0 = time.process_time()
-        stats = search.run_search(
-            where / "documents.parquet",
-            where / "splits.parquet",
-            embeddings_path,
-            "bow",
-            None,
-            shard,
-            args.check_shards,
-            args.threads,
-            where / f"pairs-{shard}.parquet",
-            where / f"certificates-{shard}.parquet",
-        )
-        shard_cpu.append(time.process_time() - c0)
-        solves += stats.solves
-    measured_cpu = time.process_time() - cpu0
+    wall0 = time.perf_counter()
+    solves, shard_cpu = searched_shards(where, embeddings_path, args)
+    measured_cpu = sum(shard_cpu)
     measured_wall = time.perf_counter() - wall0
     m, f = record["measured"], record["forecast"]
     # the same forecast without the shared-pairs correction
@@ -607,11 +591,41 @@ def check_corpus(name: str, documents, splits, embeddings_path: Path, args) -> t
         + " min",
         flush=True,
     )
-    check_clean(name, where, embeddings_path, record, args)
+    check_clean(name, where, documents.num_rows, embeddings_path, record, args)
     return f["cpu_seconds"], measured_cpu
 
 
-def check_clean(name: str, where: Path, embeddings_path: Path, original: dict, args) -> None:
+def searched_shards(
+    where: Path, embeddings_path: Path, args, reuse: tuple = ()
+) -> tuple[int, list[float]]:
+    """Every ``--check-shards`` shard of the WMD search of the variant in ``where``, each
+    searched with ``run_search`` (the wmd_search job's function) into ``where``'s
+    pairs-<k> and certificates-<k> files, ``reuse``: its four reuse files, if any.
+    Returns (exact solves, process CPU seconds per shard)."""
+    solves, shard_cpu = 0, []
+    for shard in range(args.check_shards):
+        c0 = time.process_time()
+        stats = search.run_search(
+            where / "documents.parquet",
+            where / "splits.parquet",
+            embeddings_path,
+            "bow",
+            None,
+            shard,
+            args.check_shards,
+            args.threads,
+            where / f"pairs-{shard}.parquet",
+            where / f"certificates-{shard}.parquet",
+            *reuse,
+        )
+        shard_cpu.append(time.process_time() - c0)
+        solves += stats.solves
+    return solves, shard_cpu
+
+
+def check_clean(
+    name: str, where: Path, n: int, embeddings_path: Path, original: dict, args
+) -> None:
     """The clean variant's forecast, made as :func:`plan` makes it (the original's pairs
     and certificates of the sampled queries alone), against its whole search as the
     workflow runs it (the original's merged shards reused). Printed only; the check's
@@ -621,31 +635,13 @@ def check_clean(name: str, where: Path, embeddings_path: Path, original: dict, a
     merged = (where / "pairs.parquet", where / "certificates.parquet")
     search.run_merge(where / "documents.parquet", pairs, certificates, *merged)
     clean = clean_variant(where, name, args.duplicates_seed)
-    n = io.read_documents(where / "documents.parquet").num_rows
     removed = n - io.read_documents(clean / "documents.parquet").num_rows
     if not (where / "embeddings.parquet").exists():  # where clean_forecast looks for them
         (where / "embeddings.parquet").symlink_to(embeddings_path.resolve())
     record, _, _ = clean_forecast(where, clean, removed, "wmd", "bow", original, args, name)
-    solves, cpu0 = 0, time.process_time()
-    for shard in range(args.check_shards):
-        stats = search.run_search(
-            clean / "documents.parquet",
-            clean / "splits.parquet",
-            embeddings_path,
-            "bow",
-            None,
-            shard,
-            args.check_shards,
-            args.threads,
-            clean / f"pairs-{shard}.parquet",
-            clean / f"certificates-{shard}.parquet",
-            merged[0],
-            where / "documents.parquet",
-            merged[1],
-            where / "splits.parquet",
-        )
-        solves += stats.solves
-    measured_cpu = time.process_time() - cpu0
+    reuse = (merged[0], where / "documents.parquet", merged[1], where / "splits.parquet")
+    solves, shard_cpu = searched_shards(clean, embeddings_path, args, reuse)
+    measured_cpu = sum(shard_cpu)
     f = record["forecast"]
     print(
         f"    clean variant ({removed:,} duplicate(s) dropped), the original's merged pairs "

@@ -737,16 +737,14 @@ def query_potential(
     search's CPU)."""
     words, values = other
     rows = inputs.indices[query]
-    if known is None:
-        f = (pair_costs(inputs, rows, words) - values[None, :]).min(axis=1)
-    else:
+    f = np.empty(len(rows))
+    rest = np.ones(len(rows), dtype=bool)  # the rows whose costs are computed here
+    if known is not None:
         keep, cost = known
-        f = np.empty(len(rows))
         f[keep] = (cost - values[None, :]).min(axis=1)
-        rest = np.ones(len(rows), dtype=bool)
         rest[keep] = False
-        if rest.any():
-            f[rest] = (pair_costs(inputs, rows[rest], words) - values[None, :]).min(axis=1)
+    if rest.any():
+        f[rest] = (pair_costs(inputs, rows[rest], words) - values[None, :]).min(axis=1)
     return f - f.mean()
 
 
