@@ -187,12 +187,16 @@ def test_nearest_dual_bound_is_the_first_dual_bound_in_centroid_order(weighting,
             order = fresh[np.argsort(apart, kind="stable")][:tries]
             for enough in (np.inf, 0.0):
                 want, _ = bounds.first_dual_bound(inputs, 0, c, potentials, order, enough)
-                got = bounds.nearest_dual_bound(
+                got, at = bounds.nearest_dual_bound(
                     inputs, 0, c, potentials, sources, means[c], (lo, hi), tries, enough
                 )
                 assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+                # where the ascent starts: the potential that gave the bound
+                assert lo <= at < hi
+                alone = bounds.dual_bound(inputs, 0, c, potentials[at : at + 1], np.inf)
+                assert alone == pytest.approx(got, rel=1e-12, abs=1e-12)
                 cost = bounds.word_distances(inputs, inputs.indices[0], inputs.indices[c])
-                given = bounds.nearest_dual_bound(
+                given, _ = bounds.nearest_dual_bound(
                     inputs, 0, c, potentials, sources, means[c], (lo, hi), tries, enough, cost
                 )
                 assert given == pytest.approx(want, rel=1e-12, abs=1e-12)
@@ -314,6 +318,7 @@ def test_a_partial_build_computes_every_nth_chunk_as_the_full_one(monkeypatch):
     queries = np.array([0, 3, 5, 11, 30])
     rows = len(np.unique(bounds.weight_matrix(inputs).indices))
     monkeypatch.setattr(bounds, "MAX_ENTRIES", 4 * rows)  # chunks of 4 query words
+    monkeypatch.setattr(bounds, "PRODUCT_WIDTH", 4)
     full = bounds.LowerBounds(inputs, queries)
     partial = bounds.LowerBounds(inputs, queries, _every=3)
     timing = partial.timing

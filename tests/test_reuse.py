@@ -281,7 +281,10 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
         assert 0 < stats.floored < len(floors), (stats.floored, len(floors))
         assert stats.floored_candidates > 0
         if n_shards == 1:
-            assert stats.solves < plain.solves, (stats.solves, plain.solves)
+            # fewer bounds, and no more solves (the dual ascent leaves few to save: with
+            # bow weights here, none)
+            assert stats.solves <= plain.solves, (stats.solves, plain.solves)
+            assert stats.tight + stats.duals < plain.tight + plain.duals
     assert runs[0][0].equals(runs[1][0]) and runs[0][1].equals(runs[1][1])
     pairs, certificates = runs[0]
     search.check_complete(pairs, certificates, clean.doc_ids, "clean")
@@ -311,14 +314,17 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
     ).to_pylist()
     assert scores[0] == scores[1] == full
 
-    # the candidate floors alone (no list settled): fewer solves than the pairs alone,
+    # the candidate floors alone (no list settled): fewer bounds than the pairs alone,
     # certificates that hold, the same scores
     alone_stats = search.SearchStats()
     alone = search.search_shard(
         clean, folds_, None, 0, 1, 1, alone_stats, known, reuse.Floors({}, floors.candidates)
     )
     assert alone_stats.floored == 0 and alone_stats.floored_candidates > 0
-    assert alone_stats.solves < plain.solves, (alone_stats.solves, plain.solves)
+    # (its solves: within a few of the pairs alone's, either side: a raised bound changes
+    # the visiting order, so the query's potentials, so the candidates its ascent proves)
+    assert alone_stats.solves <= plain.solves * 1.01, (alone_stats.solves, plain.solves)
+    assert alone_stats.tight + alone_stats.duals < plain.tight + plain.duals
     search.check_complete(*alone, clean.doc_ids, "clean")
     held = {(r["query"], r["candidate"]) for r in alone[0].to_pylist()}
     for row in alone[1].to_pylist():

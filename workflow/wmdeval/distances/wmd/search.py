@@ -72,10 +72,13 @@ from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import scalar_tie_key, tie_key
 from .blocks import _log_empty
 from .bounds import (
+    DIRECT_DIMENSIONS,
     LowerBounds,
     constrained_transfers,
+    dual_ascent,
     margin_scale,
     nearest_dual_bound,
+    pair_costs,
     query_potential,
     scaled_margin,
 )
@@ -384,6 +387,9 @@ def search_queries(
         # per potential: the centroid of the document it was solved against
         sources = np.zeros((POTENTIALS, means.shape[1]))
         seen: dict[int, int] = {}
+        # per candidate: (its best dual bound, the potential that gave it), until its
+        # dual ascent
+        starts: dict[int, tuple[float, int]] = {}
         transfers = [0, 0]  # ICT bounds under a finite limit, and those beyond it
         costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
         costs_bytes = [0]  # what `costs` holds
@@ -471,7 +477,12 @@ def search_queries(
                     # potentials newer than its bound: they may prove it beyond the k-th;
                     # first those solved against documents nearest to it (by centroid)
                     t0 = time.thread_time()
-                    value = nearest_dual_bound(
+                    if c not in costs and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
+                        # kept for its next dual bounds and its ascent: a candidate meets
+                        # new potentials several times before it is proven or solved
+                        fresh = {c: pair_costs(inputs, inputs.indices[q], inputs.indices[c])}
+                        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], fresh, tight, limit)
+                    value, at_best = nearest_dual_bound(
                         inputs,
                         q,
                         c,
@@ -484,11 +495,26 @@ def search_queries(
                         costs.get(c),
                     )
                     seen[c] = held
+                    if value > starts.get(c, (-np.inf, -1))[0]:
+                        starts[c] = (value, at_best)
                     tight[c] = max(tight[c], value)
                     heapq.heappush(waiting, (tight[c], c))
                     dual_work[0] += 1
                     dual_work[1] += time.thread_time() - t0
                     continue
+                if c in starts and len(best) == task.k:
+                    # last, before its solve: the dual bound of its best potential raised
+                    # by supergradient steps (dual_ascent); once per candidate
+                    t0 = time.thread_time()
+                    value = dual_ascent(
+                        inputs, q, c, potentials[starts.pop(c)[1]], limit, costs.get(c)
+                    )
+                    dual_work[0] += 1
+                    dual_work[1] += time.thread_time() - t0
+                    if value > tight[c]:
+                        tight[c] = value
+                        heapq.heappush(waiting, (value, c))
+                        continue
                 d, potential = distance(q, c, held < POTENTIALS)
                 if c in costs:
                     costs_bytes[0] -= costs.pop(c).nbytes
