@@ -868,9 +868,9 @@ def nearest_dual_bound(
     document each was solved against (``sources``, float64 [P, dim]) and the candidate's,
     ``centre`` (:func:`centroids`; stable, so ties keep their order), at most ``tries``, and
     the position in ``potentials`` of the one that gave it, -1 if none was tried: where
-    :func:`dual_ascent` starts). One compiled call, the candidate's word costs included (up to DIRECT_DIMENSIONS; above,
-    :func:`pair_costs`' product, unless ``cost`` is given): the search makes one per candidate it
-    cannot prune otherwise, thousands per query in 5 dimensions, where the Python around
+    :func:`dual_ascent` starts). One compiled call, the candidate's word costs included (up
+    to DIRECT_DIMENSIONS; above, :func:`pair_costs`' product, unless ``cost`` is given): the
+    search makes one per candidate it cannot prune otherwise, thousands per query in 5 dimensions, where the Python around
     three small calls cost as much as their arithmetic."""
     if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
         cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
