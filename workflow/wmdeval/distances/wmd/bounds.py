@@ -870,8 +870,9 @@ def nearest_dual_bound(
     the position in ``potentials`` of the one that gave it, -1 if none was tried: where
     :func:`dual_ascent` starts). One compiled call, the candidate's word costs included (up
     to DIRECT_DIMENSIONS; above, :func:`pair_costs`' product, unless ``cost`` is given): the
-    search makes one per candidate it cannot prune otherwise, thousands per query in 5 dimensions, where the Python around
-    three small calls cost as much as their arithmetic."""
+    search makes one per candidate it cannot prune otherwise, thousands per query in 5
+    dimensions, where the Python around three small calls cost as much as their
+    arithmetic."""
     if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
         cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
     value, _, best = _nearest_dual_kernel(
