@@ -273,15 +273,15 @@ def news_run(args) -> tuple[float, float, bool]:
     print(
         f"   knn: {q} sampled queries ({lists} candidate lists, {lists / q:.2f} per query): "
         f"{stats.solves / q:.1f} exact solves per query ({stats.solves / lists:.1f} per list, "
-        f"floor 19), {stats.tight / q:.0f} ICT and {stats.duals / q:.0f} dual bounds per "
-        "query; "
+        f"floor 19), {stats.tight / q:.0f} ICT bounds, {stats.duals / q:.0f} dual bounds and "
+        f"{stats.ascents / q:.0f} dual ascents per query; "
         f"{100 * stats.pairs / stats.candidates:.2f} % of candidates read",
         flush=True,
     )
     print(
         f"        CPU {knn_cpu:.3f} s per query ({clock.cpu:.0f} s CPU, {clock.wall:.0f} s wall); "
         f"bounds {100 * bounds_share:.1f} % of it (cheap bounds {stats.bound_seconds:.1f} s, "
-        f"ICT and dual bounds {stats.tight_seconds:.1f} s)",
+        f"ICT, dual bounds and ascents {stats.tight_seconds:.1f} s)",
         flush=True,
     )
 

@@ -17,8 +17,12 @@ document this module
    not seen (:func:`~.bounds.nearest_dual_bound`: the optimal potentials of the query's
    first POTENTIALS exact solves, which bound any other candidate by weak duality; at
    most DUAL_TRIES of them, those solved against the documents whose centroids are
-   nearest the candidate's first) and waits again if they raised its bound; only then
-   is it solved exactly. The dual bounds reuse the word-cost matrix the candidate's ICT bound
+   nearest the candidate's first) and waits again if they raised its bound; last, the
+   best of those potentials is raised by supergradient steps on the pair's own dual
+   (:func:`~.bounds.dual_ascent`; near the k-th distance the potentials of other pairs
+   fall a few per cent short, which these steps close for most candidates outside the
+   top k), and the candidate waits again if that raised its bound; only then is it
+   solved exactly. The dual bounds reuse the word-cost matrix the candidate's ICT bound
    computed (up to COST_BYTES per query); the exact solve computes its own, as
    :func:`~.solver.wmd_pair` does. So only candidates whose every bound stays within the
    k-th distance of the moment are solved, and the tighter bounds are computed for the
@@ -136,11 +140,13 @@ class SearchStats:
     candidates: int = 0  # (query, candidate) pairs of every role, i.e. without pruning
     tight: int = 0  # (query, candidate) ICT bounds computed
     duals: int = 0  # (query, candidate) dual bounds computed
+    ascents: int = 0  # dual ascents computed (query, candidate; again after new potentials)
     bound_seconds: float = 0.0  # the cheap bounds of every candidate (wall, one thread)
     # the bounds' set-up (LowerBounds for the job's queries): CPU of the thread building
     # it, under the search's one-thread BLAS limit, as every job pays it
     setup_seconds: float = 0.0
-    tight_seconds: float = 0.0  # ICT and dual bounds (CPU of the threads computing them)
+    # ICT and dual bounds, dual ascents (CPU of the threads computing them)
+    tight_seconds: float = 0.0
     search_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -394,7 +400,8 @@ def search_queries(
         costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
         costs_bytes = [0]  # what `costs` holds
         certificates = []
-        dual_work = [0, 0.0]  # dual bounds computed and their CPU, added to stats at the end
+        # dual bounds and dual ascents computed, and their CPU, added to stats at the end
+        dual_work = [0, 0.0, 0]
         if bound is not None and single is not None:
             bound = _floored(q, bound)
         for at_task, task in enumerate(tasks[q]):
@@ -509,7 +516,7 @@ def search_queries(
                     value = dual_ascent(
                         inputs, q, c, potentials[starts.pop(c)[1]], limit, costs.get(c)
                     )
-                    dual_work[0] += 1
+                    dual_work[2] += 1
                     dual_work[1] += time.thread_time() - t0
                     if value > tight[c]:
                         tight[c] = value
@@ -535,6 +542,7 @@ def search_queries(
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
             stats.duals += dual_work[0]
+            stats.ascents += dual_work[2]
             stats.tight_seconds += dual_work[1]
 
     def _known(q: int, c: int) -> bool:
