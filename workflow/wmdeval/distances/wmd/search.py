@@ -397,7 +397,8 @@ def search_queries(
         # dual ascent
         starts: dict[int, tuple[float, int]] = {}
         transfers = [0, 0]  # ICT bounds under a finite limit, and those beyond it
-        costs: dict[int, np.ndarray] = {}  # candidate -> its word costs, from its ICT
+        # candidate -> its word costs, from its ICT bound or its first dual bound
+        costs: dict[int, np.ndarray] = {}
         costs_bytes = [0]  # what `costs` holds
         certificates = []
         # dual bounds and dual ascents computed, and their CPU, added to stats at the end
@@ -511,7 +512,8 @@ def search_queries(
                     continue
                 if c in starts and len(best) == task.k:
                     # last, before its solve: the dual bound of its best potential raised
-                    # by supergradient steps (dual_ascent); once per candidate
+                    # by supergradient steps (dual_ascent); again only if new potentials
+                    # come before its solve
                     t0 = time.thread_time()
                     value = dual_ascent(
                         inputs, q, c, potentials[starts.pop(c)[1]], limit, costs.get(c)
