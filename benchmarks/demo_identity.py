@@ -13,9 +13,9 @@ A refactoring that claims "behaviour unchanged" must leave every line identical.
 tests/test_workflow.py checks the per-dataset part of the same manifest on its e2e run.
 
 The recorded bytes are those of OpenBLAS's Haswell (AVX2) kernels: OpenBLAS picks its
-kernels by CPU, and another kernel rounds a product's entries differently (an Intel CPU
-with AVX-512 gets SkylakeX's, which changed 106 of the 191 outputs, from the trained word
-vectors on), so both runs here pin them with OPENBLAS_CORETYPE (PINNED_BLAS).
+kernels by CPU, and another kernel rounds a product's entries differently (SkylakeX's,
+for AVX-512, changed 106 of the 191 outputs, from the trained word vectors on), so both
+runs here pin them with OPENBLAS_CORETYPE (PINNED_BLAS).
 """
 
 from __future__ import annotations
