@@ -485,11 +485,13 @@ def search_queries(
                     # potentials newer than its bound: they may prove it beyond the k-th;
                     # first those solved against documents nearest to it (by centroid)
                     t0 = time.thread_time()
-                    if c not in costs and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
+                    cost = costs.get(c)
+                    if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
                         # kept for its next dual bounds and its ascent: a candidate meets
-                        # new potentials several times before it is proven or solved
-                        fresh = {c: pair_costs(inputs, inputs.indices[q], inputs.indices[c])}
-                        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], fresh, tight, limit)
+                        # new potentials several times before it is proven or solved (and
+                        # used now even where COST_BYTES leaves it out of `costs`)
+                        cost = pair_costs(inputs, inputs.indices[q], inputs.indices[c])
+                        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], {c: cost}, tight, limit)
                     value, at_best = nearest_dual_bound(
                         inputs,
                         q,
@@ -500,7 +502,7 @@ def search_queries(
                         (seen.get(c, 0), held),
                         DUAL_TRIES,
                         limit,
-                        costs.get(c),
+                        cost,
                     )
                     seen[c] = held
                     if value > starts.get(c, (-np.inf, -1))[0]:
