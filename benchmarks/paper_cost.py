@@ -69,7 +69,10 @@ original's merged pairs and certificates, as the workflow runs it.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +80,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -85,7 +89,9 @@ import paper_scale  # noqa: E402  (the stand-ins' generators)
 
 from wmdeval.cleaning import duplicates, vocabulary  # noqa: E402
 from wmdeval.core import config, io, schemas  # noqa: E402
+from wmdeval.core.methods import configured_methods  # noqa: E402
 from wmdeval.core.roles import query_roles  # noqa: E402
+from wmdeval.distances.embedding import METHODS as EMBEDDING_MATRICES  # noqa: E402
 from wmdeval.distances.pca import project_embeddings  # noqa: E402
 from wmdeval.distances.wmd import search, solver  # noqa: E402
 from wmdeval.ingest.embeddings import embeddings_table  # noqa: E402
@@ -429,6 +435,155 @@ def pair_seconds(inputs: solver.WmdInputs, n_pairs: int, seed: int) -> float:
         return (time.thread_time() - t0) / max(int(keep.sum()), 1)
 
 
+# ------------------------------------------------------------- the plan's other jobs
+#: The workflow's command, as a rule's shell runs it (the environment this runs in).
+WMDEVAL = str(Path(sys.executable).with_name("wmdeval"))
+#: config/paper.yaml, validated as the workflow validates it (its evaluation and
+#: analyses settings, its methods).
+PAPER_CONFIG = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"
+
+
+def paper_config() -> dict:
+    return config.validate(yaml.safe_load(PAPER_CONFIG.read_text()), str(PAPER_CONFIG))
+
+
+def wmdeval_job(arguments: list[str], cwd: Path) -> float:
+    """Run ``wmdeval ARGUMENTS`` as a rule's shell runs it; its process CPU (user and
+    system, every thread), from the children's resource usage."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = subprocess.run([WMDEVAL, *arguments], cwd=cwd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"paper_cost: wmdeval {arguments[0]} failed:\n{run.stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def dense_matrices(variant: Path, embeddings: Path, out: Path, threads: int) -> tuple[dict, float]:
+    """The variant's embedding_matrix jobs (WCD, RWMD, the mean-vector cosine, config
+    wmd.threads threads): ({slug: matrix path}, CPU seconds)."""
+    paths, cpu = {}, 0.0
+    for slug in EMBEDDING_MATRICES:
+        paths[slug] = out / f"{slug}.parquet"
+        cpu += wmdeval_job(
+            [
+                "embedding-matrix",
+                "--documents",
+                str(variant / "documents.parquet"),
+                "--embeddings",
+                str(embeddings),
+                "--method",
+                slug,
+                "--threads",
+                str(threads),
+                "--out",
+                str(paths[slug]),
+            ],
+            out,
+        )
+    return paths, cpu
+
+
+def other_jobs(
+    where: Path, clean: Path, name: str, mode: str, scale: float, settings: dict, threads: int
+) -> dict[str, float]:
+    """CPU seconds of the plan's jobs besides the transport solves, measured at the
+    stand-in's size on both variants (each a real ``wmdeval`` run, as its rule runs it):
+
+    * ``dense``: the three embedding_matrix jobs per variant (full matrices in either mode);
+    * ``evaluate``: the evaluate job per variant with the 12 baselines and the dense
+      methods (the transport methods' neighbour lists or matrices need every solve, so
+      their kNN tuning is not in it);
+    * ``analyses``: the analyses job per variant, on the variant's seeded sample in knn
+      mode (the clean one cut from the original's, as sample_variant cuts it) or on its
+      documents in full mode, with the sample's RWMD matrix standing in for each transport
+      method's (those need the solves; an analysis costs the same whatever the values);
+      the sample's dense matrices here are computed for it, not counted (the workflow
+      cuts them from the full ones).
+    """
+    evaluation = json.dumps(settings["evaluation"], sort_keys=True)
+    enabled = {a: s for a, s in settings["analyses"].items() if s.get("enabled")}
+    analyses = json.dumps(
+        {a: {k: v for k, v in s.items() if k != "enabled"} for a, s in enabled.items()},
+        sort_keys=True,
+    )
+    analysis_slugs = [m.slug for m in configured_methods(settings["methods"]) if m.is_wmd]
+    sample_size = max(int(round(settings["wmd"]["sample_documents"] * scale)), 2)
+    embeddings = where / "embeddings.parquet"
+    cpu = {"dense": 0.0, "evaluate": 0.0, "analyses": 0.0}
+    for variant_name, variant in (("original", where), ("clean", clean)):
+        out = variant / "other-jobs"
+        out.mkdir(exist_ok=True)
+        matrices, seconds = dense_matrices(variant, embeddings, out, threads)
+        cpu["dense"] += seconds
+        cpu["evaluate"] += wmdeval_job(
+            [
+                "evaluate",
+                "--documents",
+                str(variant / "documents.parquet"),
+                "--splits",
+                str(variant / "splits.parquet"),
+                "--wmd",
+                json.dumps({slug: str(path) for slug, path in matrices.items()}),
+                "--settings",
+                evaluation,
+                "--dataset",
+                name,
+                "--variant",
+                variant_name,
+                "--out",
+                str(out / "scores.parquet"),
+                "--out-predictions",
+                str(out / "predictions.parquet"),
+            ],
+            out,
+        )
+        for path in matrices.values():
+            path.unlink()  # 2.8 GB each for 20news
+        if mode == "knn":
+            analysed = out / "sample"
+            vocabulary.run_sample(
+                str(variant / "documents.parquet"),
+                str(variant / "splits.parquet"),
+                sample_size,
+                settings["wmd"]["sample_seed"],
+                str(analysed / "documents.parquet"),
+                str(analysed / "splits.parquet"),
+                within_path=None
+                if variant_name == "original"
+                else str(where / "other-jobs" / "sample" / "documents.parquet"),
+            )
+            matrices, _ = dense_matrices(analysed, embeddings, analysed, threads)
+        else:
+            analysed = variant
+            matrices, _ = dense_matrices(analysed, embeddings, out, threads)
+        wmd = {slug: str(matrices.get(slug, matrices["rwmd"])) for slug in analysis_slugs}
+        outputs = [f"--out={a}={out / f'{a}.parquet'}" for a in enabled]
+        cpu["analyses"] += wmdeval_job(
+            [
+                "analyses",
+                "--documents",
+                str(analysed / "documents.parquet"),
+                "--splits",
+                str(analysed / "splits.parquet"),
+                "--wmd",
+                json.dumps(wmd),
+                "--dataset",
+                name,
+                "--variant",
+                variant_name,
+                "--settings",
+                analyses,
+                *outputs,
+                "--seed",
+                str(settings["report"]["seed"]),
+            ],
+            out,
+        )
+        for path in matrices.values():
+            path.unlink()
+    return cpu
+
+
 def hours(value: float) -> str:
     """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
     --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
@@ -455,13 +610,18 @@ def plan(args) -> None:
     )
     totals = {"full": 0.0, "knn": 0.0, "plan": 0.0}
     per_dataset = []
+    others = {}
+    settings = paper_config()
     for name in args.datasets:
         started = time.perf_counter()
         where, source = standin(name, scale, args.data, workdir, args.seed)
         documents = io.read_documents(where / "documents.parquet")
         splits = io.read_splits(where / "splits.parquet")
         n = documents.num_rows
+        # the duplicates and select_variant jobs (in this process, one thread)
+        cleaning_started = time.process_time()
         clean = clean_variant(where, name, args.duplicates_seed)
+        cleaning_s = time.process_time() - cleaning_started
         removed = n - io.read_documents(clean / "documents.parquet").num_rows
         pairs = full_pairs(splits, n)
         mode = "knn" if n >= AUTO_MIN_DOCUMENTS * scale else "full"
@@ -503,6 +663,16 @@ def plan(args) -> None:
             original_h += knn_original / 3600
             clean_h += knn_clean / 3600
         knn_h = original_h + clean_h + sample_h + forecast_h
+        if args.other_jobs:
+            other = other_jobs(where, clean, name, mode, scale, settings, args.threads)
+            other["cleaning"] = cleaning_s
+            others[name] = {kind: seconds / 3600 for kind, seconds in other.items()}
+            print(
+                f"|   {name}, the other jobs of both variants: "
+                + ", ".join(f"{kind} {hours(h)}" for kind, h in others[name].items())
+                + " CPU-h |",
+                flush=True,
+            )
         totals["full"] += full_h
         totals["knn"] += knn_h
         totals["plan"] += knn_h if mode == "knn" else full_h
@@ -548,9 +718,43 @@ def plan(args) -> None:
         "their pairs times the measured time of one pair; forecast jobs: the process CPU "
         "of each variant's wmd_forecast function here; full: every solved matrix "
         "(WMD-TF-IDF per variant, the others once), which the analyses read directly; "
-        "CPU of this machine, shared with other work. Not in it: the dense matrices "
-        "(WCD, RWMD, cosine), the 12 BOW and TF-IDF matrices and the evaluation"
+        "CPU of this machine, shared with other work. The transport work only: the "
+        "other jobs follow"
     )
+    if not others:
+        return
+    kinds = ("cleaning", "dense", "evaluate", "analyses")
+    print()
+    print(
+        "The whole plan (config/paper.yaml, both variants): the transport work above in "
+        "the dataset's mode, and the other jobs measured here at the stand-in's size: "
+        "cleaning (duplicates and select_variant), dense (WCD, RWMD and cosine matrices, "
+        "embedding_matrix), evaluate (the 12 baselines and the dense methods) and the "
+        "analyses (on the knn datasets' samples; the transport methods' matrices stood in "
+        "by RWMD's)"
+    )
+    print(
+        "| dataset | transport CPU h | "
+        + " | ".join(f"{k} CPU h" for k in kinds)
+        + " | plan CPU h |"
+    )
+    print("|---|---|" + "---|" * len(kinds) + "---|")
+    whole = {k: 0.0 for k in ("transport", *kinds, "plan")}
+    for name, _, mode, full_h, original_h, clean_h, sample_h, forecast_h in per_dataset:
+        transport = original_h + clean_h + sample_h + forecast_h if mode == "knn" else full_h
+        row = {"transport": transport, **others[name]}
+        row["plan"] = sum(row.values())
+        for key, value in row.items():
+            whole[key] += value
+        print(f"| {name} | " + " | ".join(hours(row[k]) for k in whole) + " |")
+    print("| **all** | " + " | ".join(f"**{hours(whole[k])}**" for k in whole) + " |")
+    print(
+        "Not measured (each well under a CPU-minute per job in benchmarks/paper_scale.py's "
+        "rehearsal): ingest, filter_oov, project_pca, the samples' dense matrices cut from "
+        "the full ones, the neighbour tables' merge, evaluate's kNN tuning of the transport "
+        "methods from their neighbour lists, and the reports (tables, figures, significance)"
+    )
+    print(f"paper_cost: the whole plan {whole['plan']:.2f} CPU-h of this machine")
 
 
 # ------------------------------------------------------------------------- the check
@@ -693,6 +897,12 @@ def main() -> None:
         type=int,
         default=0,
         help="the clean variant's survivors (config duplicates.seed; paper: 0)",
+    )
+    parser.add_argument(
+        "--no-other-jobs",
+        dest="other_jobs",
+        action="store_false",
+        help="the transport work only (not the dense matrices, evaluate and analyses)",
     )
     parser.add_argument("--check", action="store_true", help="forecast against measured")
     parser.add_argument("--check-documents", type=int, default=2000)

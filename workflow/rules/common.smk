@@ -19,6 +19,7 @@ from wmdeval.core.methods import (
     method_by_slug,
     pca_method_name,
 )
+from wmdeval.planning.environment import job_environment
 from wmdeval.planning.modes import dataset_mode, planned_documents
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
@@ -54,6 +55,14 @@ try:
     wmdeval_config.missing_local_files(config, source="config")
 except WmdevalError as error:
     # One line naming the key, before any job is planned.
+    sys.exit(f"wmdeval: {error}")
+
+# Every job's products with the same OpenBLAS kernels (config blas_kernels), whatever the
+# CPU of the node it lands on: set here, in each Snakemake process (a cluster job parses
+# this file again on its node), so every rule's shell inherits it.
+try:
+    os.environ.update(job_environment(config["blas_kernels"]))
+except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
 DATASETS = wmdeval_config.selected_datasets(config)
