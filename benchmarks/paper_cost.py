@@ -1,4 +1,5 @@
-"""What config/paper.yaml's transport solves cost, in both WMD modes, and is the forecast right?
+"""What config/paper.yaml costs (its transport solves in both WMD modes, and its other jobs),
+and is the forecast right?
 
 Default: for each paper dataset, a stand-in of its size, layout, classes, vocabulary,
 distinct words per document and 300-d unit vectors, made by benchmarks/paper_scale.py's
@@ -49,8 +50,15 @@ WMD-TF-IDF, WRD, WMD on 5-d PCA vectors):
   on the clean one (the others are cut from the original's), their pairs times the
   measured time of one pair, as the full mode is forecast.
 
+Then the plan's **other jobs**, measured (not forecast) on each stand-in at its size and
+on both variants, each run as its rule runs it (:func:`other_jobs`): the dense matrices
+(WCD, RWMD, cosine), evaluate with the 12 baselines and the dense methods, the analyses
+(on the knn datasets' samples), and the duplicates and select_variant functions
+(``--no-other-jobs`` leaves them out).
+
 It prints per dataset and method both CPU estimates, the mode config/paper.yaml gives the
-dataset (auto: knn from 2,000 documents), and the totals. ``--quick``: every stand-in at
+dataset (auto: knn from 2,000 documents), the totals, and the whole plan with the other
+jobs. ``--quick``: every stand-in at
 5 % of its documents (a smoke run).
 
 ``--check``: the forecast against a measured run on two real-text corpora (prepared by
@@ -749,10 +757,11 @@ def plan(args) -> None:
         print(f"| {name} | " + " | ".join(hours(row[k]) for k in whole) + " |")
     print("| **all** | " + " | ".join(f"**{hours(whole[k])}**" for k in whole) + " |")
     print(
-        "Not measured (each well under a CPU-minute per job in benchmarks/paper_scale.py's "
-        "rehearsal): ingest, filter_oov, project_pca, the samples' dense matrices cut from "
-        "the full ones, the neighbour tables' merge, evaluate's kNN tuning of the transport "
-        "methods from their neighbour lists, and the reports (tables, figures, significance)"
+        "Not in it (not measured at this size; README 'Rehearsal at the paper's size' "
+        "times most at a minute or less a job): ingest, filter_oov, project_pca, the "
+        "samples' dense matrices cut from the full ones, the neighbour tables' merge, "
+        "evaluate's kNN tuning of the transport methods from their neighbour lists, and "
+        "the reports (tables, figures, significance)"
     )
     print(f"paper_cost: the whole plan {whole['plan']:.2f} CPU-h of this machine")
 
