@@ -1,5 +1,5 @@
-"""What config/paper.yaml costs (its transport solves in both WMD modes, and its other jobs),
-and is the forecast right?
+"""What config/paper.yaml costs, job by job and in both WMD modes; is the forecast right?
+
 
 Default: for each paper dataset, a stand-in of its size, layout, classes, vocabulary,
 distinct words per document and 300-d unit vectors, made by benchmarks/paper_scale.py's
