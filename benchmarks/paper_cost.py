@@ -504,7 +504,7 @@ def other_jobs(
     * ``analyses``: the analyses job per variant, on the variant's seeded sample in knn
       mode (the clean one cut from the original's, as sample_variant cuts it) or on its
       documents in full mode, with the sample's RWMD matrix standing in for each transport
-      method's (those need the solves; an analysis costs the same whatever the values);
+      method's (those need the solves; assumed, not checked, to cost about the same);
       the sample's dense matrices here are computed for it, not counted (the workflow
       cuts them from the full ones).
     """
