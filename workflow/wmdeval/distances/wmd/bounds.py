@@ -204,28 +204,47 @@ def centroid_bound(
 
 
 #: Rows of every matrix product whose bits a search's bounds depend on, and the width the
-#: nearest-word tables' chunks are a multiple of. BLAS (OpenBLAS on an AMD EPYC, seen
-#: here) computes an entry of a product with other rounding when the product's shape
-#: differs, though never when only its position does; a bound computed in a product of
-#: the job's queries then changed its last bits with the shards (and with them the
-#: certificates). So these products have fixed shapes, padded where the data is short.
+#: nearest-word tables' chunks and the products' other side are a multiple of. BLAS
+#: (OpenBLAS, seen here) computes an entry of a product with other rounding when the
+#: product's shape differs; a bound computed in a product of the job's queries then
+#: changed its last bits with the shards (and with them the certificates). Within one
+#: shape an entry's position does not matter, except in a last, partial tile of
+#: columns: there OpenBLAS's AVX-512 (SkylakeX) kernels rounded an entry by its row's
+#: place in the product (its AVX2 ones did not). So these products have fixed shapes and
+#: whole tiles only, padded with zeros where the data is short.
 PRODUCT_WIDTH = 64
 #: The nearest-word tables' chunk width at most (columns of query words per product):
 #: the last chunk is padded to the chunk width, so it bounds what a few queries waste.
 CHUNK_WIDTH = 1024
 
 
-def stable_products(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``left @ right.T``, float64 [len(left), len(right)], each row of it computed in a
-    product of exactly PRODUCT_WIDTH rows (the last padded with zeros), so its bits depend
-    on its own row alone, not on the rows computed with it."""
-    out = np.empty((len(left), len(right)))
+def padded_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` with rows of zeros appended up to a multiple of PRODUCT_WIDTH rows (itself
+    if it has such a count already)."""
+    short = -len(matrix) % PRODUCT_WIDTH
+    if not short:
+        return matrix
+    return np.concatenate([matrix, np.zeros((short, *matrix.shape[1:]), dtype=matrix.dtype)])
+
+
+def stable_products(
+    left: np.ndarray, right: np.ndarray, columns: int | None = None
+) -> np.ndarray:
+    """``left @ right.T``, float64 [len(left), columns], each row of it computed in a
+    product of exactly PRODUCT_WIDTH rows (the last padded with zeros) against ``right``
+    padded with zero rows to a multiple of PRODUCT_WIDTH (:func:`padded_rows`; pass it
+    padded, with ``columns`` its rows before padding, to pad it once for many calls), so
+    its bits depend on its own row alone, not on the rows computed with it or its place
+    among them."""
+    columns = len(right) if columns is None else columns
+    right = padded_rows(right)
+    out = np.empty((len(left), columns))
     block = np.zeros((PRODUCT_WIDTH, left.shape[1]))
     for r0 in range(0, len(left), PRODUCT_WIDTH):
         part = left[r0 : r0 + PRODUCT_WIDTH]
         block[: len(part)] = part
         block[len(part) :] = 0.0
-        out[r0 : r0 + len(part)] = (block @ right.T)[: len(part)]
+        out[r0 : r0 + len(part)] = (block @ right.T)[: len(part), :columns]
     return out
 
 
@@ -430,7 +449,9 @@ class LowerBounds:
         self.queries = np.asarray(queries, dtype=np.int64)
         weights = weight_matrix(inputs)
         self.weights = weights
-        self.means = centroids(inputs)
+        # stable_products' other side, padded once; the centroids are a view of it
+        self.padded_means = padded_rows(centroids(inputs))
+        self.means = self.padded_means[: inputs.n]
         self.sq_means = np.einsum("ij,ij->i", self.means, self.means)
         filled = ~inputs.empty
         self.filled = np.flatnonzero(filled)
@@ -502,7 +523,7 @@ class LowerBounds:
                 backward[part] += more_backward
         bound = np.maximum(forward, backward)
         if wcd:
-            centroid = stable_products(self.means[rows], self.means)
+            centroid = stable_products(self.means[rows], self.padded_means, len(self.means))
             centroid = centroid_bound(
                 self.inputs.ground_cost, centroid, self.sq_means[rows], self.sq_means
             )
