@@ -227,9 +227,7 @@ def padded_rows(matrix: np.ndarray) -> np.ndarray:
     return np.concatenate([matrix, np.zeros((short, *matrix.shape[1:]), dtype=matrix.dtype)])
 
 
-def stable_products(
-    left: np.ndarray, right: np.ndarray, columns: int | None = None
-) -> np.ndarray:
+def stable_products(left: np.ndarray, right: np.ndarray, columns: int | None = None) -> np.ndarray:
     """``left @ right.T``, float64 [len(left), columns], each row of it computed in a
     product of exactly PRODUCT_WIDTH rows (the last padded with zeros) against ``right``
     padded with zero rows to a multiple of PRODUCT_WIDTH (:func:`padded_rows`; pass it
