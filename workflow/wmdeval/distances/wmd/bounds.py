@@ -210,8 +210,8 @@ def centroid_bound(
 #: changed its last bits with the shards (and with them the certificates). Within one
 #: shape an entry's position does not matter, except in a last, partial tile of
 #: columns: there OpenBLAS's AVX-512 (SkylakeX) kernels rounded an entry by its row's
-#: place in the product (its AVX2 ones did not). So these products have fixed shapes and
-#: whole tiles only, padded with zeros where the data is short.
+#: place in the product (its AVX2 ones did not, where tried). So these products have
+#: fixed shapes and whole tiles only, padded with zeros where the data is short.
 PRODUCT_WIDTH = 64
 #: The nearest-word tables' chunk width at most (columns of query words per product):
 #: the last chunk is padded to the chunk width, so it bounds what a few queries waste.
