@@ -505,8 +505,8 @@ def other_jobs(
       mode (the clean one cut from the original's, as sample_variant cuts it) or on its
       documents in full mode, with the sample's RWMD matrix standing in for each transport
       method's (those need the solves; assumed, not checked, to cost about the same);
-      the sample's dense matrices here are computed for it, not counted (the workflow
-      cuts them from the full ones).
+      a sample's dense matrices here are computed for it, not counted (the workflow
+      cuts them from the full ones); in full mode they are the variant's own.
     """
     evaluation = json.dumps(settings["evaluation"], sort_keys=True)
     enabled = {a: s for a, s in settings["analyses"].items() if s.get("enabled")}
@@ -524,30 +524,21 @@ def other_jobs(
         matrices, seconds = dense_matrices(variant, embeddings, out, threads)
         cpu["dense"] += seconds
         cpu["evaluate"] += wmdeval_job(
-            [
-                "evaluate",
-                "--documents",
-                str(variant / "documents.parquet"),
-                "--splits",
-                str(variant / "splits.parquet"),
-                "--wmd",
-                json.dumps({slug: str(path) for slug, path in matrices.items()}),
-                "--settings",
+            paper_scale.evaluate_arguments(
+                str(variant),
+                {slug: str(path) for slug, path in matrices.items()},
                 evaluation,
-                "--dataset",
                 name,
-                "--variant",
                 variant_name,
-                "--out",
-                str(out / "scores.parquet"),
-                "--out-predictions",
-                str(out / "predictions.parquet"),
-            ],
+                str(out),
+            ),
             out,
         )
-        for path in matrices.values():
-            path.unlink()  # 2.8 GB each for 20news
+        # full mode: the analyses read the variant's own dense matrices, just computed
+        analysed = variant
         if mode == "knn":
+            for path in matrices.values():
+                path.unlink()  # 2.8 GB each for 20news
             analysed = out / "sample"
             vocabulary.run_sample(
                 str(variant / "documents.parquet"),
@@ -561,9 +552,6 @@ def other_jobs(
                 else str(where / "other-jobs" / "sample" / "documents.parquet"),
             )
             matrices, _ = dense_matrices(analysed, embeddings, analysed, threads)
-        else:
-            analysed = variant
-            matrices, _ = dense_matrices(analysed, embeddings, out, threads)
         wmd = {slug: str(matrices.get(slug, matrices["rwmd"])) for slug in analysis_slugs}
         outputs = [f"--out={a}={out / f'{a}.parquet'}" for a in enabled]
         cpu["analyses"] += wmdeval_job(

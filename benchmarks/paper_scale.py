@@ -271,6 +271,33 @@ def solve_targets(workdir: Path, config: dict, args) -> list[str]:
     return targets
 
 
+def evaluate_arguments(
+    root: str, matrices: dict[str, str], settings: str, dataset: str, variant: str, out: str
+) -> list[str]:
+    """``wmdeval evaluate``'s arguments as the rule passes them: the variant's documents
+    and splits in ``root``, the methods' matrices ({slug: path}), the evaluation settings
+    (JSON), scores and predictions into ``out``."""
+    return [
+        "evaluate",
+        "--documents",
+        f"{root}/documents.parquet",
+        "--splits",
+        f"{root}/splits.parquet",
+        "--wmd",
+        json.dumps(matrices),
+        "--settings",
+        settings,
+        "--dataset",
+        dataset,
+        "--variant",
+        variant,
+        "--out",
+        f"{out}/scores.parquet",
+        "--out-predictions",
+        f"{out}/predictions.parquet",
+    ]
+
+
 def evaluate_without_solves(workdir: Path, config: dict, args) -> list[tuple]:
     """``evaluate`` at full size without the transport methods' neighbour tables or
     matrices (they need every solve): the 12 baselines and the dense methods' matrices,
@@ -290,29 +317,8 @@ def evaluate_without_solves(workdir: Path, config: dict, args) -> list[tuple]:
             if not all((workdir / path).exists() for path in matrices.values()):
                 continue
             out = f"rehearsal/{dataset}/{variant}"
-            command = [
-                "/usr/bin/time",
-                "-f",
-                "%M %e",
-                "wmdeval",
-                "evaluate",
-                "--documents",
-                f"{root}/documents.parquet",
-                "--splits",
-                f"{root}/splits.parquet",
-                "--wmd",
-                json.dumps(matrices),
-                "--settings",
-                settings,
-                "--dataset",
-                dataset,
-                "--variant",
-                variant,
-                "--out",
-                f"{out}/scores.parquet",
-                "--out-predictions",
-                f"{out}/predictions.parquet",
-            ]
+            command = ["/usr/bin/time", "-f", "%M %e", "wmdeval"]
+            command += evaluate_arguments(root, matrices, settings, dataset, variant, out)
             print(f"$ wmdeval evaluate ({dataset}/{variant}: baselines, {', '.join(dense)})")
             run = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
             if run.returncode != 0:

@@ -21,12 +21,6 @@ from wmdeval.core.methods import BEYOND_METHODS, METHODS
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-try:
-    import demo_identity
-finally:
-    sys.path.pop(0)
-
 TOY_ROWS = [
     ("the rocket launch reached orbit", "space", "train"),
     ("orbit of the moon and the rocket", "space", "train"),
@@ -923,6 +917,12 @@ def test_demo_datasets_outputs_are_the_recorded_bytes(finished_run):
     benchmarks/demo_outputs.sha256. This run adds a toy corpus with embeddings of its own,
     so the demo corpora's files are those of the demo alone; the aggregates (tables,
     figures) also cover the toy corpus, and benchmarks/demo_identity.py checks them."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import demo_identity
+    finally:
+        sys.path.pop(0)
+
     prefixes = tuple(f"results/{d}/" for d in _demo_datasets(finished_run))
     recorded = {p: h for p, h in demo_identity.read_manifest().items() if p.startswith(prefixes)}
     found = {
