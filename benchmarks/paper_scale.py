@@ -314,12 +314,18 @@ def evaluate_without_solves(workdir: Path, config: dict, args) -> list[tuple]:
         for variant in config["variants"]:
             root = f"results/{dataset}/{variant}"
             matrices = {slug: f"{root}/distances/{slug}.parquet" for slug in dense}
+            # knn mode: RWMD's lists come from WMD's search (not run here), no matrix
+            matrices = {
+                slug: path
+                for slug, path in matrices.items()
+                if slug != "rwmd" or (workdir / path).exists()
+            }
             if not all((workdir / path).exists() for path in matrices.values()):
                 continue
             out = f"rehearsal/{dataset}/{variant}"
             command = ["/usr/bin/time", "-f", "%M %e", "wmdeval"]
             command += evaluate_arguments(root, matrices, settings, dataset, variant, out)
-            print(f"$ wmdeval evaluate ({dataset}/{variant}: baselines, {', '.join(dense)})")
+            print(f"$ wmdeval evaluate ({dataset}/{variant}: baselines, {', '.join(matrices)})")
             run = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"paper_scale: evaluate failed:\n{run.stderr[-4000:]}")
@@ -459,7 +465,12 @@ def main() -> None:
     elif args.solve_sample:
         # everything but the transport solves, then a sample of those
         again = ("--forcerun", *args.forcerun) if args.forcerun else ()
-        snakemake(workdir, args, "all", extra=("--omit-from", "wmd_block", "wmd_search", *again))
+        snakemake(
+            workdir,
+            args,
+            "all",
+            extra=("--omit-from", "wmd_block", "wmd_search", "wmd_search_with_rwmd", *again),
+        )
         snakemake(workdir, args, *solve_targets(workdir, config, args), extra=again)
         outside["evaluate (no transport methods)"] = evaluate_without_solves(workdir, config, args)
         print(

@@ -74,7 +74,9 @@ def test_each_matrix_is_the_plain_loop_definition(method, seed):
     want = plain_matrix(docs, emb, method)
     assert got.dtype == np.float64 and got.shape == (inputs.n, inputs.n)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    # RWMD's word costs are the knn bounds', rounded to float32 (relative 2^-24 each)
+    rtol = 2.0**-24 + 1e-12 if method == "rwmd" else 1e-9
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-9)
     np.testing.assert_array_equal(got, got.T)  # exactly symmetric
     filled = ~inputs.empty
     assert (np.diagonal(got)[filled] == 0.0).all()
@@ -87,7 +89,7 @@ def test_one_word_documents_by_hand():
     inputs = solver.prepare(documents([{"a": 2}, {"b": 7}]), emb, "bow")
     distance = np.sqrt(9.0 + 9.0)
     assert embedding.word_centroid_matrix(inputs)[0, 1] == pytest.approx(distance, abs=1e-12)
-    assert embedding.relaxed_wmd_matrix(inputs)[0, 1] == pytest.approx(distance, abs=1e-12)
+    assert embedding.relaxed_wmd_matrix(inputs)[0, 1] == pytest.approx(distance, rel=2.0**-24)
     cosine = embedding.mean_vector_cosine_matrix(inputs)
     assert cosine[1, 0] == pytest.approx(1.0 - 4.0 / 5.0, abs=1e-12)
 
@@ -117,44 +119,35 @@ def test_a_zero_mean_vector_has_no_cosine():
     assert wcd[0, 1] == pytest.approx(2.0, abs=1e-15) and wcd[0, 0] == 0.0
 
 
-def test_relaxed_wmd_agrees_with_the_bounds_and_stays_below_the_wmd():
+def test_relaxed_wmd_is_the_bounds_bit_for_bit_and_stays_below_the_wmd():
     docs, emb = awkward(2, 30)
     inputs = solver.prepare(docs, emb, "bow")
     got = embedding.relaxed_wmd_matrix(inputs)
-    # bounds.relaxed_wmd: the same RWMD from float32 word distances
-    np.testing.assert_allclose(got, bounds.relaxed_wmd(inputs, np.arange(inputs.n)), rtol=1e-6)
+    # every row is its document's plain RWMD bound, whatever the documents bounded with it
+    # (so knn mode's lists from the WMD search's bounds rank with these values)
+    assert bounds.relaxed_wmd(inputs, np.arange(inputs.n)).tobytes() == got.tobytes()
+    some = np.array([2, 5, 6, 17, 29])
+    _, plain = bounds.LowerBounds(inputs, some).rows(np.arange(len(some)), plain=True)
+    assert plain.tobytes() == got[some].tobytes()
     for i in range(inputs.n):
         for j in range(i + 1, inputs.n):
             wmd = solver.wmd_pair(inputs, i, j)
             assert np.isnan(wmd) == np.isnan(got[i, j])
-            assert not got[i, j] > wmd + 1e-9
+            # up to the float32 rounding of its word costs (where RWMD is the WMD)
+            assert not got[i, j] > wmd * (1 + 2.0**-24) + 1e-12
 
 
-def test_chunks_threads_and_word_slices_do_not_change_a_bit(monkeypatch):
+def test_bands_threads_and_word_chunks_do_not_change_a_bit(monkeypatch):
     docs, emb = awkward(4, 40)
     inputs = solver.prepare(docs, emb, "bow")
     one = embedding.relaxed_wmd_matrix(inputs)
     assert embedding.relaxed_wmd_matrix(inputs, threads=3).tobytes() == one.tobytes()
-    # several bands of the symmetric maximum, column bands (some next to the empty
-    # document), and a few words per slice of the word costs
-    monkeypatch.setattr(embedding, "ROW_CHUNK", 7)
-    monkeypatch.setattr(embedding, "COLUMN_BAND", 5)
+    # several bands of documents (some next to the empty one), a few words per chunk
+    monkeypatch.setattr(embedding, "QUERY_BAND", 5)
     monkeypatch.setattr(bounds, "MAX_ENTRIES", 400)
     chunked = embedding.relaxed_wmd_matrix(inputs, threads=2)
-    np.testing.assert_allclose(chunked, one, rtol=1e-12, atol=1e-15)
+    assert chunked.tobytes() == one.tobytes()
     np.testing.assert_array_equal(chunked, chunked.T)
-    assert embedding.relaxed_wmd_matrix(inputs, threads=1).tobytes() == chunked.tobytes()
-
-
-def test_symmetric_maximum_in_bands(monkeypatch):
-    monkeypatch.setattr(embedding, "ROW_CHUNK", 3)
-    rng = np.random.default_rng(0)
-    matrix = rng.random((10, 10))
-    matrix[4, 7] = np.nan
-    want = np.maximum(matrix, matrix.T)
-    got = embedding._symmetric_maximum(matrix.copy())
-    np.testing.assert_array_equal(got, want)
-    assert np.isnan(got[7, 4])
 
 
 @pytest.mark.parametrize("method", sorted(MATRICES))

@@ -254,9 +254,15 @@ def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp
     assert resources.embedding_matrix_mem_mb(absent, "wcd", planned=18821) == math.ceil(
         1500 + matrix
     )
-    band = 8 * resources.PLANNED_VOCABULARY * resources.EMBEDDING_COLUMN_BAND
+    n = 18821
+    band = (
+        4 * resources.PLANNED_BAND_VOCABULARY * n
+        + 16 * resources.PLANNED_VOCABULARY * resources.EMBEDDING_QUERY_BAND
+        + 5 * 8 * resources.EMBEDDING_QUERY_BAND * n
+        + 60 * 100 * n
+    )
     working = 2 * 8 * resources.BOUNDS_MAX_ENTRIES
-    assert resources.embedding_matrix_mem_mb(absent, "rwmd", threads=2, planned=18821) == math.ceil(
+    assert resources.embedding_matrix_mem_mb(absent, "rwmd", threads=2, planned=n) == math.ceil(
         1500 + matrix + 2 * (band + working) / 1e6
     )
     assert resources.evaluate_mem_mb(absent, planned=18821) == math.ceil(
@@ -326,6 +332,10 @@ def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, 
     plain = max(len({w for k in run for w in bags[k]}) for run in runs)
     mtime = path.stat().st_mtime_ns
     assert resources._shard_vocabulary(str(path), mtime, n_shards) == plain
+    # the RWMD matrix's bands: consecutive non-empty documents in doc_id order
+    filled = [k for k in range(40) if bags[k]]
+    widest = max(len({w for k in filled[b : b + 7] for w in bags[k]}) for b in range(0, 40, 7))
+    assert resources._band_vocabulary(str(path), mtime, 7) == widest
 
 
 def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
@@ -333,7 +343,7 @@ def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
     from wmdeval.distances.wmd import bounds
 
     assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
-    assert resources.EMBEDDING_COLUMN_BAND == embedding.COLUMN_BAND
+    assert resources.EMBEDDING_QUERY_BAND == embedding.QUERY_BAND
     assert resources.ROW_GROUP_VALUES == io.MAX_BATCH_VALUES
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)

@@ -524,3 +524,83 @@ def test_run_search_takes_the_certificates_and_refuses_mismatched_ones(tmp_path)
             "tfidf",
         )
     assert not (tmp_path / "bad.parquet").exists()
+
+
+def test_rwmd_lists_of_a_reusing_search_cover_its_settled_queries(tmp_path):
+    """The clean variant's WMD search settles most lists from the original's certificates
+    without bounds; listing RWMD too, it bounds those queries as well: RWMD's lists score
+    as the clean variant's dense RWMD matrix, and WMD's tables are the same as without."""
+    from wmdeval.distances import embedding
+
+    docs, emb, kept = with_duplicates(90, 2)
+    splits = five_folds(90, seed=2)
+    clean_docs, clean_splits = select_variant(docs, splits, kept)
+    orig = write_variant_files(tmp_path, docs, splits, emb, "original")
+    clean = write_variant_files(tmp_path, clean_docs, clean_splits, emb, "clean")
+    common = (clean["documents"], clean["splits"], clean["embeddings"], "bow", None, 0, 1, 1)
+    search.run_search(
+        orig["documents"],
+        orig["splits"],
+        orig["embeddings"],
+        "bow",
+        None,
+        0,
+        1,
+        1,
+        tmp_path / "original.parquet",
+        tmp_path / "original.certificates.parquet",
+    )
+    files = {
+        "reuse_pairs": tmp_path / "original.parquet",
+        "reuse_documents": orig["documents"],
+        "reuse_certificates": tmp_path / "original.certificates.parquet",
+        "reuse_splits": orig["splits"],
+    }
+    plain = search.run_search(
+        *common, tmp_path / "plain.parquet", tmp_path / "plain.certificates.parquet", **files
+    )
+    assert plain.floored > 0  # lists the original's certificates settle
+    listed = search.run_search(
+        *common,
+        tmp_path / "wmd.parquet",
+        tmp_path / "wmd.certificates.parquet",
+        **files,
+        out_relaxed_pairs=tmp_path / "rwmd.parquet",
+        out_relaxed_certificates=tmp_path / "rwmd.certificates.parquet",
+    )
+    assert listed.floored == plain.floored and listed.solves == plain.solves
+    for name in ("parquet", "certificates.parquet"):
+        assert (tmp_path / f"wmd.{name}").read_bytes() == (tmp_path / f"plain.{name}").read_bytes()
+    inputs = solver.prepare(clean_docs, emb, "bow")
+    doc_ids = clean_docs.column("doc_id").to_numpy()
+    dense = embedding.relaxed_wmd_matrix(inputs)
+    want = knn.evaluate_dataset(
+        clean_docs, clean_splits, {"rwmd": (doc_ids, dense)}, None, "t", "clean"
+    )
+    tables = search.read_neighbour_tables(
+        tmp_path / "rwmd.parquet", tmp_path / "rwmd.certificates.parquet"
+    )
+    got = knn.evaluate_dataset(
+        clean_docs, clean_splits, {}, None, "t", "clean", neighbour_tables={"rwmd": tables}
+    )
+    assert got.to_pylist() == want.to_pylist()
+
+    # RWMD is on the bag of words, and its two files go together: one line each
+    with pytest.raises(io.WmdevalError, match="expected --weighting bow, got 'tfidf'"):
+        search.run_search(
+            *common[:3],
+            "tfidf",
+            *common[4:],
+            tmp_path / "x.parquet",
+            tmp_path / "x.certificates.parquet",
+            out_relaxed_pairs=tmp_path / "x.rwmd.parquet",
+            out_relaxed_certificates=tmp_path / "x.rwmd.certificates.parquet",
+        )
+    with pytest.raises(io.WmdevalError, match="go together"):
+        search.run_search(
+            *common,
+            tmp_path / "x.parquet",
+            tmp_path / "x.certificates.parquet",
+            out_relaxed_pairs=tmp_path / "x.rwmd.parquet",
+        )
+    assert not list(tmp_path.glob("x.*"))

@@ -432,6 +432,47 @@ def test_identical_scores_with_ties_duplicates_empty_and_one_word_documents(weig
     assert pruned == full
 
 
+def relaxed_tables(inputs, splits, settings=None, n_shards=1):
+    folds = io.fold_indices(splits, inputs.doc_ids)
+    parts = [
+        search.search_shard(inputs, folds, settings, s, n_shards, relaxed=True)
+        for s in range(n_shards)
+    ]
+    return tuple(pa.concat_tables([p[k] for p in parts]) for k in range(4))
+
+
+@pytest.mark.parametrize("corpus", ["awkward", "random"])
+def test_rwmd_lists_from_the_search_score_as_the_dense_rwmd_matrix(corpus):
+    """RWMD as a method in knn mode: the WMD search's lists (from its cheap bounds) give
+    the dense matrix's scores, ties at the k-th distance and empty documents included;
+    the WMD tables are those of a search without them."""
+    from wmdeval.distances import embedding
+
+    if corpus == "awkward":
+        docs, emb = awkward_labelled()
+        splits = five_folds(70, seed=2)
+        settings = {"knn": {"k": [1, 3, 5]}, "wknn": {"k": 5}}
+    else:
+        docs, emb = random_corpus(7, 90, n_words=50, dim=6, max_len=12)
+        docs, splits, settings = labelled(docs), one_fold(90), None
+    inputs = solver.prepare(docs, emb, "bow")
+    doc_ids = docs.column("doc_id").to_numpy()
+    dense = embedding.relaxed_wmd_matrix(inputs)
+    full = knn.evaluate_dataset(docs, splits, {"rwmd": (doc_ids, dense)}, settings, "t", "o")
+    wmd_pairs, wmd_certs, pairs_table, certs = relaxed_tables(inputs, splits, settings, 3)
+    listed = knn.evaluate_dataset(
+        docs, splits, {}, settings, "t", "o", neighbour_tables={"rwmd": (pairs_table, certs)}
+    )
+    assert listed.to_pylist() == full.to_pylist()
+    plain_pairs, plain_certs = knn_tables(inputs, splits, settings, n_shards=3)
+    assert wmd_pairs.equals(plain_pairs) and wmd_certs.equals(plain_certs)
+    # every listed value is the dense matrix's, and the lists are far from every pair
+    q = np.searchsorted(doc_ids, pairs_table.column("query").to_numpy())
+    c = np.searchsorted(doc_ids, pairs_table.column("candidate").to_numpy())
+    assert pairs_table.column("distance").to_numpy().tobytes() == dense[q, c].tobytes()
+    assert len(pairs_table) < 0.5 * np.isfinite(dense).sum()
+
+
 def test_ties_at_the_kth_distance_are_solved_not_pruned():
     docs, emb = awkward_labelled()
     inputs = solver.prepare(docs, emb, "bow")

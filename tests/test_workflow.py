@@ -436,7 +436,9 @@ def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_ru
         finished_run / "results" / "scores.parquet"
     ).read_bytes()
     tables = list(knn_run.glob("results/*/*/neighbours/*.certificates.parquet"))
-    assert len(tables) == 24  # 3 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, 5-d PCA)
+    # 3 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, 5-d PCA, and RWMD from WMD's search)
+    assert len(tables) == 30
+    assert len(list(knn_run.glob("results/*/*/neighbours/rwmd.certificates.parquet"))) == 6
 
 
 def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):

@@ -196,6 +196,25 @@ WMD_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind == "transport"] + [
 # One full matrix per variant in any mode: WCD, RWMD, cosine of mean vectors, and users'
 # document vectors, precomputed matrices and callables.
 DENSE_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.kind in ("matrix", "callable")]
+# knn mode: RWMD's neighbour lists come from WMD's search, which computes RWMD for
+# every query as its cheap bound anyway (no dense RWMD matrix; wmd_search_with_rwmd).
+RWMD_FROM_SEARCH = "rwmd" in DENSE_SLUGS and "wmd" in WMD_SLUGS
+
+
+def listed_slugs(dataset):
+    """knn mode: the methods evaluate reads as neighbour tables (the transport methods,
+    and RWMD when WMD's search lists it); none in full mode."""
+    if wmd_mode(dataset) != "knn":
+        return []
+    return WMD_SLUGS + (["rwmd"] if RWMD_FROM_SEARCH else [])
+
+
+def dense_slugs(dataset):
+    """The methods evaluate reads as one full matrix per variant."""
+    listed = listed_slugs(dataset)
+    return [slug for slug in DENSE_SLUGS if slug not in listed]
+
+
 # What the classifier-free analyses compare: every method but PCA WMD.
 ANALYSIS_SLUGS = [m.slug for m in RUN_METHOD_LIST if m.is_wmd]
 # The built-in methods computed as one matrix by `embedding_matrix` (WCD, RWMD, cosine).
@@ -242,19 +261,22 @@ def evaluate_inputs(wildcards):
         "splits": f"results/{d}/{v}/splits.parquet",
     }
     if wmd_mode(d) == "knn":
-        inputs["neighbours"] = [p for s in WMD_SLUGS for p in neighbour_tables(d, v, s)]
+        inputs["neighbours"] = [
+            p for s in listed_slugs(d) for p in neighbour_tables(d, v, s)
+        ]
     else:
         inputs["matrices"] = [wmd_matrix(d, v, slug) for slug in WMD_SLUGS]
-    inputs["dense"] = [wmd_matrix(d, v, slug) for slug in DENSE_SLUGS]
+    inputs["dense"] = [wmd_matrix(d, v, slug) for slug in dense_slugs(d)]
     return inputs
 
 
 def evaluate_wmd(wildcards, input):
     """--wmd of the evaluate job: {method slug: matrix}, for the transport methods in
-    full mode and the dense methods in any mode."""
+    full mode and the dense methods (but a listed RWMD) in any mode."""
     matrices = input.matrices if "matrices" in input.keys() else []
+    dense = dense_slugs(wildcards.dataset)
     return spec_json(
-        {**dict(zip(WMD_SLUGS, matrices)), **dict(zip(DENSE_SLUGS, input.dense))}
+        {**dict(zip(WMD_SLUGS, matrices)), **dict(zip(dense, input.dense))}
     )
 
 
@@ -263,7 +285,8 @@ def evaluate_neighbours(wildcards, input):
     if "neighbours" not in input.keys():
         return ""
     tables = list(input.neighbours)
-    pairs = {slug: tables[2 * k : 2 * k + 2] for k, slug in enumerate(WMD_SLUGS)}
+    listed = listed_slugs(wildcards.dataset)
+    pairs = {slug: tables[2 * k : 2 * k + 2] for k, slug in enumerate(listed)}
     return f"--neighbours '{spec_json(pairs)}'"
 
 

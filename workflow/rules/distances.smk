@@ -158,6 +158,13 @@ rule wmd_search:
         logged("{dataset}/{variant}/neighbour_shards/{method}/{shard}"),
     benchmark:
         benchmarked("{dataset}/{variant}/neighbour_shards/{method}/{shard}")
+    wildcard_constraints:
+        # with RWMD listed, WMD's search is wmd_search_with_rwmd's
+        method=(
+            "wmd-tfidf|wrd|wmd-pca[0-9]+"
+            if RWMD_FROM_SEARCH
+            else "wmd|wmd-tfidf|wrd|wmd-pca[0-9]+"
+        ),
     conda:
         "../../envs/wmdeval.yaml"
     threads: config["wmd"]["threads"]
@@ -173,12 +180,37 @@ rule wmd_search:
         weighting=transport_weighting,
         settings=spec_json(config["evaluation"]),
         reuse=search_reuse_arguments,
+        relaxed="",
     shell:
         "wmdeval wmd-search --documents {input.documents} --splits {input.splits}"
         " --embeddings {input.embeddings} --weighting {params.weighting}"
         " --settings {params.settings:q} --shard {wildcards.shard} --threads {threads}"
         " --out-pairs {output.pairs}"
-        " --out-certificates {output.certificates} {params.reuse} 2> {log}"
+        " --out-certificates {output.certificates} {params.reuse} {params.relaxed}"
+        " 2> {log}"
+
+
+# RWMD as a method in knn mode: WMD's search computes every query's RWMD to every
+# document as its cheap bound, so it also writes RWMD's neighbour lists (all values
+# known: the top k of each list, ties included, and the smallest other value as the
+# certificate), with the dense matrix's values bit for bit (embedding.relaxed_wmd_matrix).
+use rule wmd_search as wmd_search_with_rwmd with:
+    output:
+        pairs="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.parquet",
+        certificates="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.certificates.parquet",
+        relaxed_pairs="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.rwmd.parquet",
+        relaxed_certificates="results/{dataset}/{variant}/neighbour_shards/{method}/{shard}.rwmd.certificates.parquet",
+    wildcard_constraints:
+        # no job unless RWMD is listed ("(?!)" matches nothing)
+        method="wmd" if RWMD_FROM_SEARCH else "(?!)",
+    params:
+        weighting=transport_weighting,
+        settings=spec_json(config["evaluation"]),
+        reuse=search_reuse_arguments,
+        relaxed=lambda wildcards, output: (
+            f"--out-relaxed-pairs {output.relaxed_pairs}"
+            f" --out-relaxed-certificates {output.relaxed_certificates}"
+        ),
 
 
 # knn mode: before any search shard runs, a timed seeded sample of the method's queries
@@ -214,6 +246,10 @@ rule wmd_forecast:
         queries=config["wmd"]["forecast_queries"],
         seed=config["wmd"]["forecast_seed"],
         reuse=search_reuse_arguments,
+        # WMD's search lists RWMD too (wmd_search_with_rwmd): bounds for every query
+        relaxed=lambda wildcards: (
+            "--relaxed true" if RWMD_FROM_SEARCH and wildcards.method == "wmd" else ""
+        ),
     shell:
         "wmdeval wmd-forecast --documents {input.documents} --splits {input.splits}"
         " --embeddings {input.embeddings} --weighting {params.weighting}"
@@ -221,7 +257,7 @@ rule wmd_forecast:
         " --queries-per-role {params.queries} --seed {params.seed}"
         " --checks {params.queries} --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --method {wildcards.method} --out {output}"
-        " {params.reuse} 2> {log}"
+        " {params.reuse} {params.relaxed} 2> {log}"
 
 
 rule wmd_neighbours:
@@ -252,6 +288,26 @@ rule wmd_neighbours:
         "wmdeval wmd-neighbours --documents {input.documents} --pairs {input.pairs}"
         " --certificates {input.certificates} --out-pairs {output.pairs}"
         " --out-certificates {output.certificates} 2> {log}"
+
+
+use rule wmd_neighbours as rwmd_neighbours with:
+    input:
+        documents="results/{dataset}/{variant}/documents.parquet",
+        pairs=expand(
+            "results/{{dataset}}/{{variant}}/neighbour_shards/wmd/{shard}.rwmd.parquet",
+            shard=SEARCH_SHARDS,
+        ),
+        certificates=expand(
+            "results/{{dataset}}/{{variant}}/neighbour_shards/wmd/{shard}.rwmd.certificates.parquet",
+            shard=SEARCH_SHARDS,
+        ),
+    output:
+        pairs="results/{dataset}/{variant}/neighbours/rwmd.parquet",
+        certificates="results/{dataset}/{variant}/neighbours/rwmd.certificates.parquet",
+    log:
+        logged("{dataset}/{variant}/neighbours/rwmd"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/neighbours/rwmd")
 
 
 # knn mode: the analyses and Figures 4-5 need full matrices; they read those of a seeded

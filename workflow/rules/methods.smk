@@ -132,7 +132,22 @@ rule callable_gather:
 
 
 # knn mode: the analyses read the seeded sample's matrices; a dense method's is cut from
-# the variant's full matrix.
+# the variant's full matrix, but RWMD's when WMD's search lists it (no full matrix then):
+# computed on the sample's documents (1,000 documents: seconds).
+use rule embedding_matrix as sample_rwmd_matrix with:
+    input:
+        documents="results/{dataset}/{variant}/sample/documents.parquet",
+        embeddings="results/{dataset}/vectors/embeddings.parquet",
+    output:
+        "results/{dataset}/{variant}/sample/distances/{embedding_method}.parquet",
+    log:
+        logged("{dataset}/{variant}/sample/distances/{embedding_method}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/sample/distances/{embedding_method}")
+    wildcard_constraints:
+        embedding_method="rwmd" if RWMD_FROM_SEARCH else "(?!)",
+
+
 rule sample_dense_matrix:
     input:
         matrix="results/{dataset}/{variant}/distances/{dense}.parquet",
@@ -143,6 +158,10 @@ rule sample_dense_matrix:
         logged("{dataset}/{variant}/sample/distances/{dense}"),
     benchmark:
         benchmarked("{dataset}/{variant}/sample/distances/{dense}")
+    wildcard_constraints:
+        dense=names_regex(
+            [s for s in DENSE_SLUGS if not (RWMD_FROM_SEARCH and s == "rwmd")]
+        ),
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1

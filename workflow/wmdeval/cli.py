@@ -383,6 +383,18 @@ COMMANDS: tuple[Command, ...] = (
             path("--out-pairs", "out_pairs"),
             path("--out-certificates", "out_certificates"),
             *REUSED_PAIRS,
+            path(
+                "--out-relaxed-pairs",
+                "out_relaxed_pairs",
+                "also RWMD's neighbour pairs, from the search's bounds (WMD's search)",
+                required=False,
+            ),
+            path(
+                "--out-relaxed-certificates",
+                "out_relaxed_certificates",
+                "and their certificates (with --out-relaxed-pairs)",
+                required=False,
+            ),
         ),
     ),
     Command(
@@ -405,6 +417,13 @@ COMMANDS: tuple[Command, ...] = (
             path("--method", "method", "the method's slug"),
             path("--out", "out_path"),
             *REUSED_PAIRS,
+            Arg(
+                "--relaxed",
+                "relaxed",
+                "true: the search lists RWMD too (wmd-search --out-relaxed-pairs)",
+                json_value,
+                required=False,
+            ),
         ),
     ),
     Command(

@@ -239,6 +239,7 @@ def measure(
     known=None,
     floors=None,
     settled: np.ndarray | None = None,
+    relaxed: bool = False,
 ) -> dict:
     """Time the search on a seeded sample of queries and measure its sharing (see the
     module's docstring). ``inputs``: the prepared documents (``solver.prepare``);
@@ -246,7 +247,7 @@ def measure(
     (``search_queries``'s), so the clean variant's forecast counts only what it solves;
     ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise;
     ``settled``: the queries their floors settle (:func:`settled_queries`), which the
-    bounds' set-up leaves out."""
+    bounds' set-up leaves out; ``relaxed``: the search lists RWMD too (``search_queries``'s)."""
     from ..distances.wmd import search
     from ..distances.wmd.bounds import setup_seconds_estimate
     from ..distances.wmd.solver import _blas, wmd_pair
@@ -277,7 +278,7 @@ def measure(
         widest_init = setup_seconds_estimate(inputs, widest)
     stats = search.SearchStats()
     cpu0 = time.process_time()
-    pairs, _ = search.search_queries(inputs, tasks, threads, stats, known, floors)
+    pairs = search.search_queries(inputs, tasks, threads, stats, known, floors, relaxed)[0]
     cpu = time.process_time() - cpu0
     init = stats.setup_seconds
     per_query = max(cpu - init, 0.0)
@@ -386,8 +387,13 @@ def run_forecast(
     reuse_documents=None,
     reuse_certificates=None,
     reuse_splits=None,
+    relaxed: bool = False,
 ) -> dict:
     """Measure and forecast one method's neighbour search; write the forecast (JSON).
+
+    ``relaxed``: the search also lists RWMD from its bounds (``run_search``'s relaxed
+    tables), so it sets up bounds for every query, the settled ones too, and the sample
+    lists them as well.
 
     ``settings``: the ``evaluation:`` config (it decides the query roles);
     ``queries_per_role``, ``seed``: ``wmd.forecast_queries`` and ``wmd.forecast_seed``;
@@ -419,6 +425,8 @@ def run_forecast(
     roles = query_roles(folds, inputs.empty, settings)
     queries = np.unique(np.concatenate([r.queries for r in roles] or [[]])).astype(np.int64)
     settled = settled_queries(inputs, roles, queries, known, floors)
+    # the queries whose bounds the search leaves out of its set-up: none with RWMD's lists
+    unbounded = np.zeros(0, dtype=np.int64) if relaxed else settled
     measured = measure(
         inputs,
         folds,
@@ -430,7 +438,8 @@ def run_forecast(
         checks,
         known,
         floors,
-        settled,
+        unbounded,
+        relaxed,
     )
     measured["settled_queries"] = int(len(settled))
     measured["setup_cpu_seconds"] = setup
@@ -445,7 +454,7 @@ def run_forecast(
         shared_share=measured["sharing"]["shared_share"],
         setup_seconds=setup,
         bounds_setup=measured["bounds_setup"],
-        shards=shard_shares(inputs, queries, n_shards, settled),
+        shards=shard_shares(inputs, queries, n_shards, unbounded),
         threads=threads,
         model_mem_mb=model,
         peak_mb=measured["peak_mb"],

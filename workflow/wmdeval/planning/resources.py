@@ -232,14 +232,35 @@ def evaluate_mem_mb(documents_path, attempt: int = 1, planned: int | None = None
 
 
 #: CPU seconds of the dense RWMD matrix per document and vocabulary word (its work is
-#: every word's cost to each document's nearest word): 0.80e-6 measured on 20 Newsgroups
-#: (18,821 documents, 29,276 words, 300-d: 441 s) and 0.69e-6 on 2,000 of them
-#: (benchmarks/paper_scale.py's stand-in; README "Scale").
+#: every word's cost to each document's nearest word, a band of documents at a time).
 RWMD_SECONDS_PER_DOCUMENT_WORD = 1e-6
 
-#: ``wmdeval.distances.embedding.COLUMN_BAND`` (tests/test_planning.py checks they agree):
-#: documents of one RWMD task, whose word costs [vocabulary x this] a thread holds.
-EMBEDDING_COLUMN_BAND = 1024
+#: ``wmdeval.distances.embedding.QUERY_BAND`` (tests/test_planning.py checks they agree):
+#: documents of one RWMD task, whose words' float32 costs to the nearest word of every
+#: document [their distinct words x n] a thread holds.
+EMBEDDING_QUERY_BAND = 512
+
+#: Distinct words of a band of EMBEDDING_QUERY_BAND documents assumed before a documents
+#: file exists (a dry run): 20 Newsgroups' widest (first 500 words of each post) has 10,939.
+PLANNED_BAND_VOCABULARY = 16_000
+
+
+@functools.lru_cache(maxsize=64)
+def _band_vocabulary(path: str, mtime_ns: int, band: int) -> int:
+    """The most distinct words of any ``band`` consecutive non-empty documents in doc_id
+    order, as the RWMD matrix bands them (``embedding.relaxed_wmd_matrix``)."""
+    table = pq.read_table(path, columns=["doc_id", "words"])
+    table = table.take(pc.sort_indices(table, sort_keys=[("doc_id", "ascending")]))
+    words = table.column("words").combine_chunks()
+    words = words.filter(pc.greater(pc.list_value_length(words), 0))
+    offsets = words.offsets.to_numpy()
+    most = 0
+    for start in range(0, len(words), band):
+        end = min(start + band, len(words))
+        run = words.values.slice(offsets[start], offsets[end] - offsets[start])
+        most = max(most, len(pc.unique(run)))
+    return most
+
 
 #: Vocabulary assumed before a documents file exists (a dry run): generous for the
 #: paper's corpora (20 Newsgroups has 29,671 words).
@@ -258,17 +279,32 @@ def embedding_matrix_mem_mb(
     documents_path, method: str, threads: int = 1, attempt: int = 1, planned: int | None = None
 ) -> int:
     """Memory (MB) of an ``embedding_matrix`` job: the float64 n x n matrix (filled a
-    band of rows at a time), 1.2x for its bands and the product's column, and 1500 for the
-    documents and vectors; RWMD's threads each hold a band's word costs (vocabulary x
-    EMBEDDING_COLUMN_BAND) and two working matrices of word costs. Measured peaks on 20
-    Newsgroups at 300-d: WCD 3.6 GB, cosine 3.6 GB, RWMD 4.2 GB. Doubled per retry;
-    before the documents exist, from the ``planned`` count, 4000 if unknown."""
+    band of rows at a time), 1.2x for its bands, and 1500 for the documents and vectors;
+    RWMD's threads each hold a band's float32 nearest-word costs (its distinct words x n,
+    :func:`_band_vocabulary`) and every word's to the band's (vocabulary x band, and its
+    float64 copy), the band's float64 rows (both sides, their maximum, the bounds, the
+    product's transposed result), two float64 working matrices of word costs and 60
+    bytes per word occurrence (the weights, their postings and per-entry costs). Doubled
+    per retry; before the documents exist, from the ``planned`` count
+    (PLANNED_BAND_VOCABULARY, PLANNED_VOCABULARY), 4000 if unknown."""
     n = _n_documents(documents_path, planned)
     if n is None:
         return 4000 * attempt
     mb = 1500 + 1.2 * 8 * n * n / 1e6
     if method == "rwmd":
-        band = 8 * _vocabulary(documents_path) * EMBEDDING_COLUMN_BAND
+        try:
+            stat = os.stat(documents_path)
+            words = _band_vocabulary(str(documents_path), stat.st_mtime_ns, EMBEDDING_QUERY_BAND)
+            occurrences = _document_sizes(str(documents_path), stat.st_mtime_ns).sum()
+        except OSError:
+            words, occurrences = PLANNED_BAND_VOCABULARY, 100.0 * n
+        vocabulary = _vocabulary(documents_path)
+        band = (
+            4 * words * n  # the band's words to every document's nearest word
+            + 16 * vocabulary * EMBEDDING_QUERY_BAND  # every word to the band's (and a copy)
+            + 5 * 8 * EMBEDDING_QUERY_BAND * n  # the band's rows: sides, maximum, bounds
+            + 60 * occurrences
+        )
         mb += threads * (band + 2 * 8 * BOUNDS_MAX_ENTRIES) / 1e6
     return int(np.ceil(mb)) * attempt
 

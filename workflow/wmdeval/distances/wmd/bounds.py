@@ -502,17 +502,26 @@ class LowerBounds:
         ).tocsc()
         self.postings = (at_csr.indptr, at_csr.indices, at_csr.data - 1)
 
-    def rows(self, at: np.ndarray, omr: bool = True, wcd: bool = True) -> np.ndarray:
+    def rows(
+        self, at: np.ndarray, omr: bool = True, wcd: bool = True, plain: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """max(WCD, RWMD with OMR) from queries ``self.queries[at]`` to every document,
         float64 [len(at), n]; NaN where either document is empty. ``omr=False``: plain
         RWMD; ``wcd=False``: the relaxation alone. Under a cosine ground cost (WRD) the
-        centroid part is :func:`centroid_bound`'s, not WCD."""
+        centroid part is :func:`centroid_bound`'s, not WCD. ``plain``: also the plain
+        RWMD rows, returned second (the bits of ``rows(at, omr=False, wcd=False)``, from
+        the same two sums before OMR raises them: RWMD as a method, :func:`relaxed_rows`)."""
         at = np.asarray(at, dtype=np.int64)
         rows = self.queries[at]
         local = self.local[at]
         forward = np.zeros((len(at), self.inputs.n))
         _weighted_rows(local.indptr, local.indices, local.data, self.to_documents, forward)
         backward = np.asarray(self.weights @ self.to_queries[:, at].astype(np.float64)).T
+        relaxed = None
+        if plain:
+            relaxed = np.maximum(forward, backward)
+            relaxed[:, self.inputs.empty] = np.nan
+            relaxed[self.inputs.empty[rows]] = np.nan
         if omr:
             for start in range(0, len(at), 64):
                 part = slice(start, start + 64)
@@ -528,7 +537,7 @@ class LowerBounds:
             bound = np.fmax(bound, centroid)
         bound[:, self.inputs.empty] = np.nan
         bound[self.inputs.empty[rows]] = np.nan
-        return bound
+        return bound if relaxed is None else (bound, relaxed)
 
     def _overlap(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """What OMR adds to each side, float64 [len(rows), n] each: over the words query q

@@ -293,10 +293,15 @@ def search_queries(
     stats: SearchStats | None = None,
     known: Mapping[int, float] | None = None,
     floors: Mapping[tuple[int, str], float] | None = None,
-) -> tuple[pa.Table, pa.Table]:
+    relaxed: bool = False,
+) -> tuple[pa.Table, ...]:
     """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
     doc_ids, sorted by query then candidate; they do not depend on ``threads``.
+
+    ``relaxed``: also the same two tables for plain RWMD as a method (returned third and
+    fourth), from the cheap bounds the search computes anyway (:func:`relaxed_lists`):
+    every query then gets its bound rows, a settled one too.
 
     ``known``: exact distances solved before (pair id min * n + max over positions ->
     the distance :func:`~.solver.solve_pair` gives, e.g. the original variant's,
@@ -627,6 +632,9 @@ def search_queries(
     single = getattr(floors, "candidates", None)  # reuse.CandidateFloors
     bounded = np.array([q for q in queries.tolist() if q not in settled], dtype=np.int64)
     needs = np.isin(queries, bounded)
+    if relaxed:  # RWMD's lists need every query's rows
+        bounded, needs = queries, np.ones(len(queries), dtype=bool)
+    relaxed_results: dict = {}
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         t0, c0 = time.perf_counter(), time.thread_time()
         lower = LowerBounds(inputs, bounded)
@@ -636,13 +644,49 @@ def search_queries(
         for r0 in range(0, len(queries), BOUND_ROWS):
             block, wanted = queries[r0 : r0 + BOUND_ROWS], needs[r0 : r0 + BOUND_ROWS]
             t0 = time.perf_counter()
-            rows = iter(lower.rows(np.searchsorted(bounded, block[wanted])))
+            got = lower.rows(np.searchsorted(bounded, block[wanted]), plain=relaxed)
+            if relaxed:
+                got, plain = got
+                for q, row in zip(block.tolist(), plain, strict=True):
+                    relaxed_results[q] = relaxed_lists(inputs, tasks[q], row)
             stats.bound_seconds += time.perf_counter() - t0
-            bound = [next(rows) if want else None for want in wanted.tolist()]
+            rows, bound = iter(got), []
+            for q, want in zip(block.tolist(), wanted.tolist(), strict=True):
+                row = next(rows) if want else None
+                bound.append(None if q in settled else row)  # a settled query has no use
             list(pool.map(one_query, block.tolist(), bound))
     stats.queries += len(queries)
     stats.search_seconds += time.perf_counter() - started
+    if relaxed:
+        return (*_tables(inputs, results), *_tables(inputs, relaxed_results))
     return _tables(inputs, results)
+
+
+def relaxed_lists(
+    inputs: WmdInputs, mine: list[_Task], row: np.ndarray
+) -> tuple[dict[int, float], list[tuple[str, int, float]]]:
+    """A query's neighbour lists under the distance of its bound ``row`` (plain RWMD as
+    a method), as :func:`search_queries` leaves its own: (candidate -> distance, the
+    certificates). Every value is known, so nothing is searched: a list keeps every
+    candidate whose tie key is at most its k-th's (ties with it included, as a search
+    solves them), and its certificate is the smallest value of the others, whose key
+    is above the k-th's (inf if there is none). ``row``: NaN for an empty query."""
+    used: dict[int, float] = {}
+    certificates = []
+    for task in mine:
+        cands = task.candidates  # none empty
+        if not len(cands) or np.isnan(row[cands]).any():
+            # an empty query: no list (as the search certifies it)
+            certificates.append((task.key, task.k, np.inf))
+            continue
+        values = row[cands]
+        keys = tie_key(values)
+        kth = np.partition(keys, min(task.k, len(keys)) - 1)[min(task.k, len(keys)) - 1]
+        inside = keys <= kth
+        used.update(zip(cands[inside].tolist(), values[inside].tolist(), strict=True))
+        rest = values[~inside]
+        certificates.append((task.key, task.k, float(rest.min()) if len(rest) else np.inf))
+    return used, certificates
 
 
 def _tables(inputs: WmdInputs, results: Mapping) -> tuple[pa.Table, pa.Table]:
@@ -703,10 +747,11 @@ def search_shard(
     stats: SearchStats | None = None,
     known: Mapping[int, float] | None = None,
     floors: Mapping[tuple[int, str], float] | None = None,
-) -> tuple[pa.Table, pa.Table]:
+    relaxed: bool = False,
+) -> tuple[pa.Table, ...]:
     """The neighbour tables of query shard ``shard`` (0-based) of ``n_shards``: the
     query roles of ``folds`` under the evaluation ``settings``, with the documents
-    empty under this method's weighting; ``known``, ``floors``: see
+    empty under this method's weighting; ``known``, ``floors``, ``relaxed``: see
     :func:`search_queries`."""
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
@@ -718,7 +763,7 @@ def search_shard(
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
     tasks = query_tasks(roles, inputs.empty, mine)
-    return search_queries(inputs, tasks, threads, stats, known, floors)
+    return search_queries(inputs, tasks, threads, stats, known, floors, relaxed)
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
@@ -745,6 +790,7 @@ __all__ = [
     "SearchStats",
     "query_tasks",
     "search_queries",
+    "relaxed_lists",
     "settled_lists",
     "query_shards",
     "search_shard",
@@ -801,8 +847,14 @@ def run_search(
     reuse_documents=None,
     reuse_certificates=None,
     reuse_splits=None,
+    out_relaxed_pairs=None,
+    out_relaxed_certificates=None,
 ) -> SearchStats:
     """Search query shard ``shard`` (0-based) of ``n_shards`` and write its two tables.
+
+    ``out_relaxed_pairs``, ``out_relaxed_certificates`` (both or neither): also write
+    the two tables of plain RWMD as a method, from the search's own bounds (WMD's
+    search, weighting "bow": RWMD's bag of words and ground cost).
 
     ``settings``: the ``evaluation:`` config (it decides the query roles).
     ``reuse_pairs``, ``reuse_documents``: another variant's merged NEIGHBOUR_PAIRS file
@@ -818,6 +870,16 @@ def run_search(
         raise io.WmdevalError(f"shard {shard} is not in 0..{n_shards - 1}")
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
+    if (out_relaxed_pairs is None) != (out_relaxed_certificates is None):
+        raise io.WmdevalError(
+            "--out-relaxed-pairs and --out-relaxed-certificates go together: give both or neither"
+        )
+    relaxed = out_relaxed_pairs is not None
+    if relaxed and weighting != "bow":
+        raise io.WmdevalError(
+            f"--out-relaxed-pairs: RWMD is on the bag of words; expected --weighting bow, "
+            f"got {weighting!r}"
+        )
     documents, inputs, folds, known, floors = read_search_inputs(
         documents_path,
         splits_path,
@@ -828,11 +890,14 @@ def run_search(
     )
     _log_empty(documents, inputs)
     stats = SearchStats()
-    pairs, certificates = search_shard(
-        inputs, folds, settings, shard, n_shards, threads, stats, known, floors
+    tables = search_shard(
+        inputs, folds, settings, shard, n_shards, threads, stats, known, floors, relaxed
     )
-    io.write_table(pairs, out_pairs, schemas.NEIGHBOUR_PAIRS)
-    io.write_table(certificates, out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
+    io.write_table(tables[0], out_pairs, schemas.NEIGHBOUR_PAIRS)
+    io.write_table(tables[1], out_certificates, schemas.NEIGHBOUR_CERTIFICATES)
+    if relaxed:
+        io.write_table(tables[2], out_relaxed_pairs, schemas.NEIGHBOUR_PAIRS)
+        io.write_table(tables[3], out_relaxed_certificates, schemas.NEIGHBOUR_CERTIFICATES)
     LOG.info(
         "shard %d/%d: %d queries, %d of %d candidate pairs read (%.1f%%), %d exact solves, "
         "%d distances reused, %d lists settled by certificates; bounds %.1f s, search %.1f s",
