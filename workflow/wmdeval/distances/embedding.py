@@ -100,9 +100,11 @@ def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
     WMD search computes anyway, with the values of this matrix, and the two modes score
     it alike. Those bounds' word costs are rounded to float32 (relative 6e-8), and their
     bits depend on the row's own document alone, never on the documents computed with
-    it (:data:`~.wmd.bounds.PRODUCT_WIDTH`). Each one-sided sum reads its own side's
-    words in the same order from either document, so the matrix is symmetric; the tests
-    hold it to that exactly.
+    it (:data:`~.wmd.bounds.PRODUCT_WIDTH`). A one-sided sum reads the same float32
+    costs whichever of its two documents is the row's, as long as a word pair's cost has
+    the same bits in either order, which these products of fixed shape gave in every
+    test and on all 355 M entries of 20 Newsgroups at 300-d: the matrix comes out exactly
+    symmetric (evaluate reads each query's own row either way).
 
     The linear-complexity way (Atasu et al. 2017): for a band of QUERY_BAND documents,
     the cost from each of their words to the nearest word of every document, and from

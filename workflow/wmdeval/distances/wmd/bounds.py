@@ -510,7 +510,8 @@ class LowerBounds:
         RWMD; ``wcd=False``: the relaxation alone. Under a cosine ground cost (WRD) the
         centroid part is :func:`centroid_bound`'s, not WCD. ``plain``: also the plain
         RWMD rows, returned second (the bits of ``rows(at, omr=False, wcd=False)``, from
-        the same two sums before OMR raises them: RWMD as a method, :func:`relaxed_rows`)."""
+        the same two sums before OMR raises them: RWMD as a method, ``search.relaxed_lists``
+        and ``embedding.relaxed_wmd_matrix``)."""
         at = np.asarray(at, dtype=np.int64)
         rows = self.queries[at]
         local = self.local[at]
