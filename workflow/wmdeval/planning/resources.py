@@ -88,9 +88,15 @@ def _shard_vocabulary(path: str, mtime_ns: int, n_shards: int) -> int:
     cuts = np.searchsorted(
         cumulative, cumulative[-1] * np.arange(1, n_shards) / n_shards, side="right"
     )
+    return _most_distinct_words(words, np.r_[0, cuts], np.r_[cuts, len(sizes)])
+
+
+def _most_distinct_words(words: pa.ListArray, starts, ends) -> int:
+    """The most distinct words of any run of documents ``starts[k]:ends[k]`` of ``words``
+    (one documents file's word lists, in one chunk)."""
     offsets = words.offsets.to_numpy()
     most = 0
-    for start, end in zip(np.r_[0, cuts], np.r_[cuts, len(sizes)], strict=True):
+    for start, end in zip(starts, ends, strict=True):
         run = words.values.slice(offsets[start], offsets[end] - offsets[start])
         most = max(most, len(pc.unique(run)))
     return most
@@ -256,13 +262,8 @@ def _band_vocabulary(path: str, mtime_ns: int, band: int) -> int:
     table = table.take(pc.sort_indices(table, sort_keys=[("doc_id", "ascending")]))
     words = table.column("words").combine_chunks()
     words = words.filter(pc.greater(pc.list_value_length(words), 0))
-    offsets = words.offsets.to_numpy()
-    most = 0
-    for start in range(0, len(words), band):
-        end = min(start + band, len(words))
-        run = words.values.slice(offsets[start], offsets[end] - offsets[start])
-        most = max(most, len(pc.unique(run)))
-    return most
+    starts = np.arange(0, len(words), band)
+    return _most_distinct_words(words, starts, np.minimum(starts + band, len(words)))
 
 
 #: Vocabulary assumed before a documents file exists (a dry run): generous for the

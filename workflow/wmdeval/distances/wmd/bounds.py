@@ -518,11 +518,7 @@ class LowerBounds:
         forward = np.zeros((len(at), self.inputs.n))
         _weighted_rows(local.indptr, local.indices, local.data, self.to_documents, forward)
         backward = np.asarray(self.weights @ self.to_queries[:, at].astype(np.float64)).T
-        relaxed = None
-        if plain:
-            relaxed = np.maximum(forward, backward)
-            relaxed[:, self.inputs.empty] = np.nan
-            relaxed[self.inputs.empty[rows]] = np.nan
+        relaxed = self._undefined(np.maximum(forward, backward), rows) if plain else None
         if omr:
             for start in range(0, len(at), 64):
                 part = slice(start, start + 64)
@@ -536,9 +532,15 @@ class LowerBounds:
                 self.inputs.ground_cost, centroid, self.sq_means[rows], self.sq_means
             )
             bound = np.fmax(bound, centroid)
-        bound[:, self.inputs.empty] = np.nan
-        bound[self.inputs.empty[rows]] = np.nan
+        bound = self._undefined(bound, rows)
         return bound if relaxed is None else (bound, relaxed)
+
+    def _undefined(self, matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``matrix`` (rows of queries ``rows``) with NaN, in place, where either document
+        is empty."""
+        matrix[:, self.inputs.empty] = np.nan
+        matrix[self.inputs.empty[rows]] = np.nan
+        return matrix
 
     def _overlap(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """What OMR adds to each side, float64 [len(rows), n] each: over the words query q
