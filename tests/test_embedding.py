@@ -137,6 +137,25 @@ def test_relaxed_wmd_is_the_bounds_bit_for_bit_and_stays_below_the_wmd():
             assert not got[i, j] > wmd * (1 + 2.0**-24) + 1e-12
 
 
+def test_bounds_without_omr_tables_give_the_same_plain_rows():
+    # the dense matrix builds its bands without OMR's tables (nearest other words,
+    # postings); its rows must be the bits of a whole build's rows without OMR
+    docs, emb = awkward(3, 25)
+    inputs = solver.prepare(docs, emb, "bow")
+    some = np.array([0, 3, 4, 11, 24])
+    whole = bounds.LowerBounds(inputs, some)
+    bare = bounds.LowerBounds(inputs, some, overlap=False)
+    at = np.arange(len(some))
+    for wcd in (False, True):
+        assert (
+            bare.rows(at, omr=False, wcd=wcd).tobytes()
+            == whole.rows(at, omr=False, wcd=wcd).tobytes()
+        )
+    assert np.isnan(bare.second).all() and not np.isnan(whole.second).all()
+    with pytest.raises(ValueError, match="no OMR tables"):
+        bare.rows(at)
+
+
 def test_bands_threads_and_word_chunks_do_not_change_a_bit(monkeypatch):
     docs, emb = awkward(4, 40)
     inputs = solver.prepare(docs, emb, "bow")

@@ -119,7 +119,9 @@ def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
     matrix = np.full((n, n), np.nan)
 
     def work(band: np.ndarray) -> None:
-        rows = bounds.LowerBounds(inputs, band).rows(np.arange(len(band)), omr=False, wcd=False)
+        # no OMR tables: plain RWMD never reads them (the rows' bits are the same)
+        lower = bounds.LowerBounds(inputs, band, overlap=False)
+        rows = lower.rows(np.arange(len(band)), omr=False, wcd=False)
         matrix[band] = rows
 
     bands = [filled[k : k + QUERY_BAND] for k in range(0, len(filled), QUERY_BAND)]
