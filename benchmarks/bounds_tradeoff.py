@@ -17,9 +17,10 @@ Data: ``../shared/data/20news_bydate.tsv`` (``--news-data``), prepared as
 ``benchmarks/knn_pruning.py`` prepares it (first 500 words per post, the collection's own
 split, the demo's Word2Vec at 50 dimensions; in ``--news-workdir``, shared with that
 benchmark), and the same seeded sample of ``--news-queries`` queries per query role,
-searched together on ``--threads`` threads. CPU is process time, bounds included; the
-bounds' share is ``knn_pruning.py``'s: the cheap bounds (with their set-up) plus the ICT
-and dual bounds and ascents, over the CPU. The last line:
+searched together on ``--threads`` threads. It exits 1 if any setting's 19 nearest
+differ from the first's (the search is exact, whatever its bounds). CPU is process time,
+bounds included; the bounds' share is ``knn_pruning.py``'s: the cheap bounds (with their
+set-up) plus the ICT and dual bounds and ascents, over the CPU. The last line:
 
     bounds_tradeoff: shipped <s> s per query, bounds <p> %; lowest share <p> % at
     <s> s per query (<setting>)
@@ -105,7 +106,7 @@ def main() -> None:
     )
     print("setting            solves/query  CPU s/query  bounds share  (cheap, ICT+dual+ascent s)")
     measured = []
-    reference = None
+    reference, differ = None, False
     for name, changes in SETTINGS:
         stats = search.SearchStats()
         with constants(changes):
@@ -116,7 +117,8 @@ def main() -> None:
         # the neighbours do not depend on the bounds: each setting's k nearest are compared
         # with the first's (the solved pairs differ, their top k may not)
         top = nearest(pairs, tasks, inputs)
-        same = "" if reference is None else ("" if top == reference else "  NEIGHBOURS DIFFER")
+        same = "" if reference is None or top == reference else "  NEIGHBOURS DIFFER"
+        differ = differ or bool(same)
         reference = reference if reference is not None else top
         measured.append((name, cpu / q, share))
         print(
@@ -131,11 +133,12 @@ def main() -> None:
         f"{100 * np.mean([m[2] for m in shipped]):.1f} %; lowest share {100 * low[2]:.1f} % at "
         f"{low[1]:.3f} s per query ({low[0]})"
     )
+    sys.exit(1 if differ else 0)  # the search is exact: any setting's neighbours differing is a bug
 
 
 def nearest(pairs, tasks, inputs) -> dict:
-    """(query doc_id, candidate list key) -> its k nearest doc_ids, ranked by tie key then
-    position as evaluate ranks them, from a search's NEIGHBOUR_PAIRS table."""
+    """(query position, candidate list key) -> the positions of its k nearest, ranked by tie
+    key then position as evaluate ranks them, from a search's NEIGHBOUR_PAIRS table."""
     position = {int(d): i for i, d in enumerate(inputs.doc_ids.tolist())}
     by_query: dict[int, list[tuple[float, int]]] = {}
     keys = tie_key(pairs.column("distance").to_numpy())
