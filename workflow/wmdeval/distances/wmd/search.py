@@ -675,14 +675,14 @@ def relaxed_lists(
     certificates = []
     for task in mine:
         cands = task.candidates  # none empty
-        if not len(cands) or np.isnan(row[cands]).any():
+        values = row[cands]
+        if not len(cands) or np.isnan(values).any():
             # an empty query: no list (as the search certifies it)
             certificates.append((task.key, task.k, np.inf))
             continue
-        values = row[cands]
         keys = tie_key(values)
-        kth = np.partition(keys, min(task.k, len(keys)) - 1)[min(task.k, len(keys)) - 1]
-        inside = keys <= kth
+        last = min(task.k, len(keys)) - 1
+        inside = keys <= np.partition(keys, last)[last]
         used.update(zip(cands[inside].tolist(), values[inside].tolist(), strict=True))
         rest = values[~inside]
         certificates.append((task.key, task.k, float(rest.min()) if len(rest) else np.inf))
