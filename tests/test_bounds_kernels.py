@@ -1,5 +1,7 @@
 """The bounds' compiled kernels against plain loops on small corpora."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from test_wmd import documents, random_corpus
@@ -254,6 +256,50 @@ def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entr
                 continue
             want = min((cost(flat[f], flat[e]) for f in range(lo, hi) if f != e), default=np.inf)
             assert other[e] == pytest.approx(want, rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
+    # the set-up's work shared by a pool's threads, in slices of rows and of groups
+    # (several of each here), gives the bits of one thread and of unsliced products
+    docs, emb = random_corpus(6, 90, n_words=300, dim=20, max_len=30)
+    inputs = solver.prepare(docs, emb, weighting)
+    weights = bounds.weight_matrix(inputs)
+    flat, starts = weights.indices.astype(np.int64), weights.indptr[:-1]
+    queries = np.arange(0, 90, 3)
+    local = weights[queries]
+    words = np.unique(local.indices)
+    indptr, indices = local.indptr, np.searchsorted(words, local.indices)
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", 7)  # chunks of 64 words
+    built = {}
+    for name, rows, groups, threads in [
+        ("unsliced", 1 << 30, 1 << 30, 0),
+        ("sliced", 64, 7, 0),
+        ("pool", 64, 7, 3),
+    ]:
+        monkeypatch.setattr(bounds, "SLICE_ROWS", rows)
+        monkeypatch.setattr(bounds, "SLICE_GROUPS", groups)
+        timing: dict = {}
+        with ThreadPoolExecutor(max(threads, 1)) as pool:
+            got = bounds._nearest_words(
+                inputs,
+                words,
+                flat,
+                starts,
+                indptr,
+                indices,
+                timing=timing,
+                pool=pool if threads else None,
+            )
+        built[name] = [np.asarray(table).tobytes() for table in got]
+        assert timing["chunks_done"] == timing["chunks"] > 1
+        if threads:  # the pool's CPU is counted, the waiting thread's is not
+            assert 0 < timing["worker_seconds"] <= timing["chunk_seconds"] + timing["back_seconds"]
+        else:
+            assert timing["worker_seconds"] == 0.0
+    assert len(words) > 64 and len(np.unique(flat)) > 2 * 64 and len(starts) > 2 * 7
+    assert built["sliced"] == built["unsliced"]
+    assert built["pool"] == built["unsliced"]
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])

@@ -36,6 +36,7 @@ lie above a distance before the search may trust the bound.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Executor
 
 import numpy as np
 import scipy.sparse as sp
@@ -216,6 +217,11 @@ PRODUCT_WIDTH = 64
 #: The nearest-word tables' chunk width at most (columns of query words per product):
 #: the last chunk is padded to the chunk width, so it bounds what a few queries waste.
 CHUNK_WIDTH = 1024
+#: Rows of a chunk's product computed together (a multiple of PRODUCT_WIDTH), and groups
+#: (documents) whose minima are taken together: the parts a pool's threads share
+#: (:func:`_nearest_words`); fixed, so that no bit depends on the threads.
+SLICE_ROWS = 4096
+SLICE_GROUPS = 1024
 
 
 def padded_rows(matrix: np.ndarray) -> np.ndarray:
@@ -265,6 +271,7 @@ def _nearest_words(
     every: int = 1,
     timing: dict | None = None,
     overlap: bool = True,
+    pool: Executor | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearest-word tables of :class:`LowerBounds`, from one distance block.
 
@@ -302,7 +309,15 @@ def _nearest_words(
     gets the thread CPU seconds of the chunks computed, :func:`_back_minimum`'s
     ("back_seconds") apart from the rest ("chunk_seconds"), the counts of chunks computed
     and in all ("chunks_done", "chunks") and of back pairs ("back_pairs_done",
-    "back_pairs").
+    "back_pairs"), and of those seconds the part spent on ``pool``'s threads
+    ("worker_seconds", 0 without a pool).
+
+    ``pool``: an executor whose threads share each chunk's work (the calling thread
+    waits): the product and its costs in slices of SLICE_ROWS rows, the minima in slices
+    of groups and of rows, each slice writing its own part of the tables. The slices do
+    not depend on the pool (a product's bits depend on its shape), so the tables are the
+    same bits with any pool or none; nor does the memory: a chunk's product is computed a
+    slice at a time, never whole.
     """
     starts = np.asarray(starts, dtype=np.int64)
     if back_indptr is None:
@@ -327,22 +342,27 @@ def _nearest_words(
     # chunks of one fixed width, the last padded to it (see PRODUCT_WIDTH)
     step = min(max(PRODUCT_WIDTH, MAX_ENTRIES // len(rows)), CHUNK_WIDTH)
     step -= step % PRODUCT_WIDTH
+    cosine = inputs.ground_cost == "cosine"
+    row_parts = [slice(r0, r0 + SLICE_ROWS) for r0 in range(0, len(rows), SLICE_ROWS)]
+    group_parts = [slice(g0, g0 + SLICE_GROUPS) for g0 in range(0, len(starts), SLICE_GROUPS)]
     started, done, back_seconds, back_pairs = time.thread_time(), 0, 0.0, 0
+    worker = [0.0, 0.0]  # CPU seconds on the pool's threads: all, and the back minima's
     for k, w0 in enumerate(range(0, len(words), step)):
         if k % every:
             continue
         done += 1
         chunk = words[w0 : w0 + step]
+        padded = np.concatenate([chunk, np.repeat(chunk[-1:], step - len(chunk))])
+        right = inputs.vectors[padded].T
+        chunk_sq = inputs.sq_norms[chunk]
         # word_costs' arithmetic and the cast to float32 in one pass over the products
         d32 = np.empty((len(rows), len(chunk)), dtype=np.float32)
-        padded = np.concatenate([chunk, np.repeat(chunk[-1:], step - len(chunk))])
-        _costs32(
-            (vectors @ inputs.vectors[padded].T)[:, : len(chunk)],
-            sq_norms,
-            inputs.sq_norms[chunk],
-            inputs.ground_cost == "cosine",
-            d32,
-        )
+
+        def costs(part, right=right, chunk_sq=chunk_sq, d32=d32):
+            products = (vectors[part] @ right)[:, : d32.shape[1]]
+            _costs32(products, sq_norms[part], chunk_sq, cosine, d32[part])
+
+        _share(pool, costs, row_parts, worker)
         # a word's cost to itself is exactly 0, as in word_distances (both sorted, unique)
         _, same_row, same_word = np.intersect1d(
             rows, chunk, assume_unique=True, return_indices=True
@@ -350,24 +370,53 @@ def _nearest_words(
         d32[same_row, same_word] = 0.0
         column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
         column[same_row] = same_word
-        if overlap:
-            _other_minimum(d32, at, starts, ends, column, other)
         block = np.empty((len(starts), len(chunk)), dtype=np.float32)
-        _group_minimum(d32, at, starts, ends, block)
+
+        def minima(part, d32=d32, column=column, block=block):
+            if overlap:
+                _other_minimum(d32, at, starts[part], ends[part], column, other)
+            _group_minimum(d32, at, starts[part], ends[part], block[part])
+
+        _share(pool, minima, group_parts, worker)
         out[w0 : w0 + step] = block.T
         inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
-        back0 = time.thread_time()
-        _back_minimum(d32, back_group[inside], back_indices[inside] - w0, toward)
+        group, to_column = back_group[inside], back_indices[inside] - w0
+
+        def back(part, d32=d32, group=group, to_column=to_column):
+            _back_minimum(d32[part], group, to_column, toward[part])
+
+        back0, before = time.thread_time(), worker[0]
+        _share(pool, back, row_parts, worker)
+        worker[1] += worker[0] - before
         back_seconds += time.thread_time() - back0
         back_pairs += int(inside.sum())
     if timing is not None:
-        timing["chunk_seconds"] = time.thread_time() - started - back_seconds
+        own = time.thread_time() - started
+        timing["chunk_seconds"] = own - back_seconds + worker[0] - worker[1]
         timing["chunks_done"] = done
         timing["chunks"] = -(-len(words) // step)
-        timing["back_seconds"] = back_seconds
+        timing["back_seconds"] = back_seconds + worker[1]
         timing["back_pairs_done"] = back_pairs
         timing["back_pairs"] = len(back_indices)
+        timing["worker_seconds"] = worker[0]
     return out, toward, rows, other
+
+
+def _share(pool: Executor | None, work, parts: list, seconds: list) -> None:
+    """``work(part)`` for every part: on ``pool``'s threads if given, their thread CPU
+    seconds added to ``seconds[0]`` (the calling thread's clock does not see them); else
+    in turn on the calling thread."""
+    if pool is None:
+        for part in parts:
+            work(part)
+        return
+
+    def timed(part):
+        t0 = time.thread_time()
+        work(part)
+        return time.thread_time() - t0
+
+    seconds[0] += sum(pool.map(timed, parts))
 
 
 @_kernel
@@ -447,10 +496,19 @@ class LowerBounds:
     ``overlap=False`` builds no OMR tables (each word's nearest other word, the
     postings), for plain RWMD alone: :meth:`rows` then refuses ``omr=True``. The other
     tables, hence the bits of the rows without OMR, are the same either way.
+
+    ``pool``: an executor whose threads share the nearest-word tables' work (the same
+    bits, see :func:`_nearest_words`); ``timing["worker_seconds"]`` is then the thread
+    CPU they spent, which the building thread's clock does not count.
     """
 
     def __init__(
-        self, inputs: WmdInputs, queries: np.ndarray, _every: int = 1, overlap: bool = True
+        self,
+        inputs: WmdInputs,
+        queries: np.ndarray,
+        _every: int = 1,
+        overlap: bool = True,
+        pool: Executor | None = None,
     ):
         # _every > 1: a partial build, see setup_seconds_estimate
         self.timing: dict = {}
@@ -496,6 +554,7 @@ class LowerBounds:
                 _every,
                 self.timing,
                 overlap,
+                pool,
             )
             near[:, inputs.empty] = 0.0
             self.to_documents = near

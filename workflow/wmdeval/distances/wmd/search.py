@@ -637,8 +637,10 @@ def search_queries(
     relaxed_results: dict = {}
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         t0, c0 = time.perf_counter(), time.thread_time()
-        lower = LowerBounds(inputs, bounded)
-        stats.setup_seconds += time.thread_time() - c0
+        # the job's threads share the set-up, which else left all but one idle (20
+        # Newsgroups, every query, 2 threads: 165 s of a 1,012 s search)
+        lower = LowerBounds(inputs, bounded, pool=pool)
+        stats.setup_seconds += time.thread_time() - c0 + lower.timing.get("worker_seconds", 0.0)
         means = np.nan_to_num(lower.means)
         stats.bound_seconds += time.perf_counter() - t0
         for r0 in range(0, len(queries), BOUND_ROWS):
