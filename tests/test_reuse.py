@@ -356,9 +356,9 @@ def test_queries_their_floors_settle_get_no_bounds(monkeypatch):
     built = []
     bounds_of = search.LowerBounds
 
-    def recording(inputs, rows, *args):
+    def recording(inputs, rows, *args, **kwargs):
         built.append(np.asarray(rows).copy())
-        return bounds_of(inputs, rows, *args)
+        return bounds_of(inputs, rows, *args, **kwargs)
 
     monkeypatch.setattr(search, "LowerBounds", recording)
     stats = search.SearchStats()
