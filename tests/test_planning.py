@@ -340,13 +340,23 @@ def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, 
 
 def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
     from wmdeval.distances import embedding
-    from wmdeval.distances.wmd import bounds
+    from wmdeval.distances.wmd import bounds, search
 
     assert resources.BOUNDS_MAX_ENTRIES == bounds.MAX_ENTRIES
     assert resources.EMBEDDING_QUERY_BAND == embedding.QUERY_BAND
     assert resources.ROW_GROUP_VALUES == io.MAX_BATCH_VALUES
+    assert resources.SEARCH_BOUND_ROWS == search.BOUND_ROWS
     path = tmp_path / "documents.parquet"
     io.write_table(documents_of_sizes([3] * 50), path, schemas.DOCUMENTS)
     one, two = (resources.search_resources(path, 1, threads)["mem_mb"] for threads in (1, 2))
     # one thread's two float64 working matrices more
     assert abs((two - one) - 2 * 8 * bounds.MAX_ENTRIES / 1e6) < 1
+    # past SEARCH_BOUND_ROWS_FLOOR rows in all, each thread's block of bound rows too,
+    # SEARCH_BOUND_ROWS x n x 8 B (x 1.5, as every part of the bounds)
+    many = tmp_path / "many.parquet"
+    io.write_table(documents_of_sizes([3] * 20000), many, schemas.DOCUMENTS)
+    rows = resources.SEARCH_BOUND_ROWS
+    full = resources.SEARCH_BOUND_ROWS_FLOOR // rows  # threads whose rows fill the floor
+    at, past = (resources.search_resources(many, 1, t)["mem_mb"] for t in (full, full + 1))
+    working = 2 * 8 * bounds.MAX_ENTRIES / 1e6
+    assert abs((past - at) - working - 1.5 * 8 * rows * 20000 / 1e6) < 1

@@ -110,6 +110,13 @@ BOUNDS_MAX_ENTRIES = 1 << 24
 #: without them (benchmarks/paper_scale.py).
 WORKING_MATRICES = 2
 
+#: ``wmdeval.distances.wmd.search.BOUND_ROWS`` (tests/test_planning.py checks they
+#: agree): the float64 bound rows a search thread computes at once. The model counts at
+#: least 512 rows, the one block of all threads that the search had when its peaks
+#: were measured.
+SEARCH_BOUND_ROWS = 16
+SEARCH_BOUND_ROWS_FLOOR = 512
+
 #: Share of a full matrix's pairs the neighbour search is planned to solve; measured
 #: 1.5-25 % (README), so this is generous for all but small corpora of long documents.
 SEARCH_SHARE = 0.3
@@ -122,9 +129,11 @@ def search_resources(
 
     Memory: the bounds' float32 word-to-document distances (documents x the shard's
     vocabulary, :func:`_shard_vocabulary`; the shard's queries x the whole vocabulary;
-    20 Newsgroups at 300-d peaked 1.3 GB, benchmarks/paper_scale.py), a float64 block of bound
-    rows, the documents, and per thread the bounds' float64 working matrices of word
-    costs (:data:`BOUNDS_MAX_ENTRIES` entries, :data:`WORKING_MATRICES` at once). Run
+    20 Newsgroups at 300-d peaked 1.3 GB, benchmarks/paper_scale.py), the float64 bound
+    rows of every thread (:data:`SEARCH_BOUND_ROWS` each, at least
+    :data:`SEARCH_BOUND_ROWS_FLOOR` in all), the documents, and per thread the bounds'
+    float64 working matrices of word costs (:data:`BOUNDS_MAX_ENTRIES` entries,
+    :data:`WORKING_MATRICES` at once). Run
     time: SEARCH_SHARE of the full matrix's work, split over the shards, 3x the fitted time
     as for blocks. Doubled per retry; a nominal request
     before the documents exist (a dry run).
@@ -137,7 +146,8 @@ def search_resources(
     n = len(sizes)
     n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
     shard_words = _shard_vocabulary(str(documents_path), stat.st_mtime_ns, n_shards)
-    bounds_mb = 4 * (n * shard_words + n / n_shards * n_words) / 1e6 + 8 * 512 * n / 1e6
+    row_block = max(SEARCH_BOUND_ROWS_FLOOR, threads * SEARCH_BOUND_ROWS)
+    bounds_mb = 4 * (n * shard_words + n / n_shards * n_words) / 1e6 + 8 * row_block * n / 1e6
     working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
     mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
