@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,10 +45,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import knn_pruning  # noqa: E402  (its 20 Newsgroups preparation)
 
-from wmdeval.core import io  # noqa: E402
-from wmdeval.core.roles import query_roles  # noqa: E402
 from wmdeval.core.variant import tie_key  # noqa: E402
-from wmdeval.distances.wmd import bounds, search, solver  # noqa: E402
+from wmdeval.distances.wmd import bounds, search  # noqa: E402
 
 SETTINGS = [
     ("shipped", {}),
@@ -76,27 +73,14 @@ def constants(changes: dict):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--news-data", type=Path, default=knn_pruning.NEWS)
-    parser.add_argument(
-        "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
-    )
+    knn_pruning.add_news_arguments(parser)
     parser.add_argument("--news-queries", type=int, default=100, help="sampled per role")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
-    documents, splits, embeddings = knn_pruning.prepare_news(args.news_data, args.news_workdir)
-    inputs = solver.prepare(documents, embeddings, "bow")
-    folds = io.fold_indices(splits, inputs.doc_ids)
-    roles = query_roles(folds, inputs.empty, None)
-    rng = np.random.default_rng(4)  # knn_pruning.py's sample
-    sampled = np.unique(
-        np.concatenate(
-            [
-                rng.choice(r.queries, min(args.news_queries, len(r.queries)), replace=False)
-                for r in roles
-            ]
-        )
-    )
+    inputs, _, _, roles = knn_pruning.news_inputs(args.news_data, args.news_workdir)
+    # knn_pruning.py's sample
+    sampled = knn_pruning.news_sample(roles, args.news_queries, np.random.default_rng(4))
     tasks = search.query_tasks(roles, inputs.empty, sampled)
     q = len(sampled)
     print(

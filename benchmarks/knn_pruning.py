@@ -173,6 +173,35 @@ def prepare_news(data: Path, workdir: Path) -> tuple[pa.Table, pa.Table, pa.Tabl
     return prepared(workdir, NEWS_TARGETS, "20 Newsgroups")
 
 
+def add_news_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--news-data`` and ``--news-workdir``, as every 20 Newsgroups benchmark takes them
+    (the workdir shared, so the corpus is prepared once)."""
+    parser.add_argument("--news-data", type=Path, default=NEWS)
+    parser.add_argument(
+        "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
+    )
+
+
+def news_inputs(data: Path, workdir: Path) -> tuple[solver.WmdInputs, pa.Table, pa.Table, list]:
+    """20 Newsgroups prepared (:func:`prepare_news`) for WMD: (inputs, documents, splits,
+    query roles)."""
+    documents, splits, embeddings = prepare_news(data, workdir)
+    inputs = solver.prepare(documents, embeddings, "bow")
+    roles = query_roles(io.fold_indices(splits, inputs.doc_ids), inputs.empty, None)
+    return inputs, documents, splits, roles
+
+
+def news_sample(roles: list, per_role: int, rng: np.random.Generator) -> np.ndarray:
+    """The sample of 20 Newsgroups queries the benchmarks search: ``per_role`` of each
+    role's queries (all if fewer), drawn from ``rng`` (``np.random.default_rng(4)``, fresh,
+    for the same sample as knn_pruning.py's), sorted positions."""
+    return np.unique(
+        np.concatenate(
+            [rng.choice(r.queries, min(per_role, len(r.queries)), replace=False) for r in roles]
+        )
+    )
+
+
 def sample(documents: pa.Table, splits: pa.Table, size: int, seed: int):
     ids = documents.column("doc_id").to_numpy()
     keep = np.sort(np.random.default_rng(seed).choice(ids, size, replace=False))
@@ -241,12 +270,9 @@ def pair_seconds(inputs: solver.WmdInputs, n_rows: int, n_pairs: int, seed: int,
 def news_run(args) -> tuple[float, float, bool]:
     """20 Newsgroups in knn mode on a seeded sample of queries of every role, against the
     full mode's estimate; returns (solves ratio, CPU ratio, neighbours identical)."""
-    documents, splits, embeddings = prepare_news(args.news_data, args.news_workdir)
-    inputs = solver.prepare(documents, embeddings, "bow")
+    inputs, documents, splits, roles = news_inputs(args.news_data, args.news_workdir)
     n = inputs.n
     order, n_rows = pairs.solve_order(inputs.doc_ids, splits)
-    folds = io.fold_indices(splits, inputs.doc_ids)
-    roles = query_roles(folds, inputs.empty, None)
     all_queries = np.unique(np.concatenate([r.queries for r in roles]))
     print(
         f"4. 20 Newsgroups: {n:,} posts (first {NEWS_WORDS} words), "
@@ -255,13 +281,8 @@ def news_run(args) -> tuple[float, float, bool]:
         + ", ".join(f"{r.name} {len(r.queries):,} among {len(r.candidates):,}" for r in roles),
         flush=True,
     )
-    rng = np.random.default_rng(4)
-    per_role = [min(args.news_queries, len(r.queries)) for r in roles]
-    sampled = np.unique(
-        np.concatenate(
-            [rng.choice(r.queries, m, replace=False) for r, m in zip(roles, per_role, strict=True)]
-        )
-    )
+    rng = np.random.default_rng(4)  # the sample, then the pairs and queries checked
+    sampled = news_sample(roles, args.news_queries, rng)
     tasks = search.query_tasks(roles, inputs.empty, sampled)
     lists = sum(len(t) for t in tasks.values())
     stats = search.SearchStats()
@@ -460,10 +481,7 @@ def main() -> None:
     )
     parser.add_argument("--relax-queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="600 and 1,500 documents")
-    parser.add_argument("--news-data", type=Path, default=NEWS)
-    parser.add_argument(
-        "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
-    )
+    add_news_arguments(parser)
     parser.add_argument("--news-queries", type=int, default=100, help="sampled per role")
     parser.add_argument("--news-pairs", type=int, default=20000, help="full-mode pairs timed")
     parser.add_argument("--news-kr-pairs", type=int, default=1000)

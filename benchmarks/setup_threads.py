@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,9 +41,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import knn_pruning  # noqa: E402  (its 20 Newsgroups preparation)
 
-from wmdeval.core import io  # noqa: E402
-from wmdeval.core.roles import query_roles  # noqa: E402
-from wmdeval.distances.wmd import bounds, search, solver  # noqa: E402
+from wmdeval.distances.wmd import bounds, search  # noqa: E402
 from wmdeval.distances.wmd.solver import _blas  # noqa: E402
 
 
@@ -64,10 +61,7 @@ def build(inputs, queries: np.ndarray, threads: int) -> tuple[float, float, str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--news-data", type=Path, default=knn_pruning.NEWS)
-    parser.add_argument(
-        "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
-    )
+    knn_pruning.add_news_arguments(parser)
     parser.add_argument("--shards", type=int, default=1, help="queries: shard 1 of these")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
@@ -75,10 +69,7 @@ def main() -> None:
     if args.threads < 2 or args.shards < 1 or args.rounds < 1:
         parser.error("--threads must be >= 2, --shards and --rounds >= 1")
 
-    documents, splits, embeddings = knn_pruning.prepare_news(args.news_data, args.news_workdir)
-    inputs = solver.prepare(documents, embeddings, "bow")
-    folds = io.fold_indices(splits, inputs.doc_ids)
-    roles = query_roles(folds, inputs.empty, None)
+    inputs, _, _, roles = knn_pruning.news_inputs(args.news_data, args.news_workdir)
     every = np.unique(np.concatenate([role.queries for role in roles]))
     queries = search.query_shards(inputs.sizes, every, args.shards)[0]
     print(
