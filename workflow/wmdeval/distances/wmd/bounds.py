@@ -346,7 +346,7 @@ def _nearest_words(
     row_parts = [slice(r0, r0 + SLICE_ROWS) for r0 in range(0, len(rows), SLICE_ROWS)]
     group_parts = [slice(g0, g0 + SLICE_GROUPS) for g0 in range(0, len(starts), SLICE_GROUPS)]
     started, done, back_seconds, back_pairs = time.thread_time(), 0, 0.0, 0
-    worker = [0.0, 0.0]  # CPU seconds on the pool's threads: all, and the back minima's
+    worker = back_worker = 0.0  # CPU seconds on the pool's threads: all, the back minima's
     for k, w0 in enumerate(range(0, len(words), step)):
         if k % every:
             continue
@@ -362,7 +362,7 @@ def _nearest_words(
             products = (vectors[part] @ right)[:, : d32.shape[1]]
             _costs32(products, sq_norms[part], chunk_sq, cosine, d32[part])
 
-        _share(pool, costs, row_parts, worker)
+        worker += _share(pool, costs, row_parts)
         # a word's cost to itself is exactly 0, as in word_distances (both sorted, unique)
         _, same_row, same_word = np.intersect1d(
             rows, chunk, assume_unique=True, return_indices=True
@@ -377,7 +377,7 @@ def _nearest_words(
                 _other_minimum(d32, at, starts[part], ends[part], column, other)
             _group_minimum(d32, at, starts[part], ends[part], block[part])
 
-        _share(pool, minima, group_parts, worker)
+        worker += _share(pool, minima, group_parts)
         out[w0 : w0 + step] = block.T
         inside = (back_indices >= w0) & (back_indices < w0 + len(chunk))
         group, to_column = back_group[inside], back_indices[inside] - w0
@@ -385,38 +385,39 @@ def _nearest_words(
         def back(part, d32=d32, group=group, to_column=to_column):
             _back_minimum(d32[part], group, to_column, toward[part])
 
-        back0, before = time.thread_time(), worker[0]
-        _share(pool, back, row_parts, worker)
-        worker[1] += worker[0] - before
+        back0 = time.thread_time()
+        spent = _share(pool, back, row_parts)
         back_seconds += time.thread_time() - back0
+        worker += spent
+        back_worker += spent
         back_pairs += int(inside.sum())
     if timing is not None:
         own = time.thread_time() - started
-        timing["chunk_seconds"] = own - back_seconds + worker[0] - worker[1]
+        timing["chunk_seconds"] = own - back_seconds + worker - back_worker
         timing["chunks_done"] = done
         timing["chunks"] = -(-len(words) // step)
-        timing["back_seconds"] = back_seconds + worker[1]
+        timing["back_seconds"] = back_seconds + back_worker
         timing["back_pairs_done"] = back_pairs
         timing["back_pairs"] = len(back_indices)
-        timing["worker_seconds"] = worker[0]
+        timing["worker_seconds"] = worker
     return out, toward, rows, other
 
 
-def _share(pool: Executor | None, work, parts: list, seconds: list) -> None:
-    """``work(part)`` for every part: on ``pool``'s threads if given, their thread CPU
-    seconds added to ``seconds[0]`` (the calling thread's clock does not see them); else
-    in turn on the calling thread."""
+def _share(pool: Executor | None, work, parts: list) -> float:
+    """``work(part)`` for every part: on ``pool``'s threads if given, returning their
+    thread CPU seconds (the calling thread's clock does not see them); else in turn on
+    the calling thread, returning 0."""
     if pool is None:
         for part in parts:
             work(part)
-        return
+        return 0.0
 
     def timed(part):
         t0 = time.thread_time()
         work(part)
         return time.thread_time() - t0
 
-    seconds[0] += sum(pool.map(timed, parts))
+    return sum(pool.map(timed, parts))
 
 
 @_kernel

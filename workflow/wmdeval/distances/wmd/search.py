@@ -650,11 +650,11 @@ def search_queries(
         stats.bound_seconds += setup
         means = np.nan_to_num(lower.means)
 
-        def searched(block: np.ndarray) -> None:
+        def searched(r0: int) -> None:
             # the cheap bound rows of a few queries, then their searches: one task of
             # the pool, so no thread waits for another's block (a row's bits depend on
             # its own query alone, so the blocks change none)
-            wanted = needs[np.searchsorted(queries, block)]
+            block, wanted = queries[r0 : r0 + BOUND_ROWS], needs[r0 : r0 + BOUND_ROWS]
             c0 = time.thread_time()
             got = lower.rows(np.searchsorted(bounded, block[wanted]), plain=relaxed)
             if relaxed:
@@ -669,8 +669,8 @@ def search_queries(
                 row = next(rows) if want else None
                 one_query(q, None if q in settled else row)  # a settled query has no use
 
-        blocks = [queries[r0 : r0 + BOUND_ROWS] for r0 in range(0, len(queries), BOUND_ROWS)]
-        list(pool.map(searched, blocks))  # list(): re-raises a worker's exception
+        # list(): re-raises a worker's exception
+        list(pool.map(searched, range(0, len(queries), BOUND_ROWS)))
     stats.queries += len(queries)
     stats.search_seconds += time.perf_counter() - started
     if relaxed:
