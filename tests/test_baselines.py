@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -9,9 +11,11 @@ import scipy.sparse as sp
 from gensim.models import TfidfModel
 from sklearn.metrics import pairwise_distances
 
+from wmdeval.classification import knn
 from wmdeval.core import methods, schemas
 from wmdeval.core.methods import BASELINES, BY_NAME
 from wmdeval.distances import baselines
+from wmdeval.ingest import corpora
 
 N_DOCS, N_TERMS = 16, 14
 TRAIN = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14])  # fold training rows; the rest: test
@@ -54,7 +58,7 @@ def dense_distances(
     if weighting == "tfidf":
         df = np.count_nonzero(x[train], axis=0)
         idf = np.zeros(x.shape[1])
-        idf[df > 0] = np.log(len(train) / df[df > 0])
+        idf[df > 0] = np.log2(len(train) / df[df > 0])
         x = x * idf
     if norm != "None":
         size = np.abs(x).sum(axis=1) if norm == "L1" else np.sqrt((x**2).sum(axis=1))
@@ -97,7 +101,7 @@ def test_idf_from_training_fold():
         df = np.count_nonzero(counts[train], axis=0)
         assert idf[0] == 0  # unseen in training
         seen = df > 0
-        np.testing.assert_allclose(idf[seen], np.log(len(train) / df[seen]), rtol=1e-15)
+        np.testing.assert_allclose(idf[seen], np.log2(len(train) / df[seen]), rtol=1e-15)
     assert idf[1] == 0  # in every (non-empty) training document: log(N/N)
 
 
@@ -107,9 +111,7 @@ def test_idf_counts_a_duplicated_entry_once():
         (np.array([1.0, 2.0, 1.0]), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2)
     )
     assert not dup.has_canonical_format
-    np.testing.assert_allclose(
-        baselines.idf_from_training(dup, np.array([0, 1])), [np.log(2), np.log(2)]
-    )
+    np.testing.assert_allclose(baselines.idf_from_training(dup, np.array([0, 1])), [1.0, 1.0])
     assert np.array_equal(baselines.canonical(dup).toarray(), [[3.0, 0.0], [0.0, 1.0]])
 
 
@@ -118,8 +120,8 @@ def test_idf_counts_a_duplicated_entry_once():
     "name", ["TF-IDF (None/L2)", "TF-IDF (None/L1)", "TF-IDF (L1/L1)", "TF-IDF (L2/L2)"]
 )
 def test_tfidf_agrees_with_gensim(name, seed):
-    """gensim's TfidfModel(normalize=False) fitted on the training fold: idf in log base 2,
-    so unnormalised distances are a constant factor ln 2 apart and normalised ones equal."""
+    """gensim's TfidfModel(normalize=False) fitted on the training fold, as the paper's code
+    computes TF-IDF: the same idf (log base 2), so the same distances, normalised or not."""
     method = BY_NAME[name]
     counts = random_counts(seed)
     matrix, _ = baselines.count_matrix(documents_table(counts))
@@ -141,13 +143,73 @@ def test_tfidf_agrees_with_gensim(name, seed):
         np.abs(diff).sum(axis=-1) if method.metric == "L1" else np.sqrt((diff**2).sum(axis=-1))
     )
     ours = baselines.baseline_distances(matrix, method, TRAIN, np.arange(N_DOCS), TRAIN)
-    factor = np.log(2) if method.norm == "None" else 1.0
-    np.testing.assert_allclose(ours, factor * gensim_dist, rtol=1e-9, atol=1e-7)
+    np.testing.assert_allclose(ours, gensim_dist, rtol=1e-9, atol=1e-7)
     # hence the same neighbours, ties aside
     assert np.array_equal(
         np.argsort(np.round(ours, 9), axis=1, kind="stable"),
-        np.argsort(np.round(factor * gensim_dist, 9), axis=1, kind="stable"),
+        np.argsort(np.round(gensim_dist, 9), axis=1, kind="stable"),
     )
+
+
+def test_idf_is_gensims_to_the_bit_on_a_real_corpus():
+    """The paper's code takes its idf from gensim's TfidfModel(normalize=False): on the 200
+    real posts gensim ships, fitted on a 70 % training sample, every term's idf has the
+    same bits as gensim's own (base 2, its default)."""
+    texts, labels = corpora.load_mini_newsgroup()
+    bags = [Counter(corpora.tokenize(text, frozenset())) for text in texts]
+    matrix, _ = baselines.count_matrix(corpora.documents_table(bags, labels))
+    train = np.sort(np.random.default_rng(0).permutation(matrix.shape[0])[:140])
+    ours = baselines.idf_from_training(matrix, train)
+    model = TfidfModel(
+        [
+            list(zip(matrix[i].indices.tolist(), matrix[i].data.tolist(), strict=True))
+            for i in train
+        ],
+        normalize=False,
+    )
+    theirs = np.zeros_like(ours)  # gensim knows only the terms seen in training: 0 elsewhere
+    for term, idf in model.idfs.items():
+        theirs[term] = idf
+    assert np.count_nonzero(ours) > 1000
+    assert np.array_equal(ours, theirs)
+
+
+def test_the_idf_base_decides_an_unnormalised_wknn_vote():
+    """Where the base matters: weighted kNN of an unnormalised TF-IDF row, whose distances
+    scale with 1 / ln(base) while gamma is absolute.
+
+    Training: t0 {p, q} (label 0), t1 {p, r: 2} and t2 {p, s: 2} (label 1); the query {p}.
+    p is in every training document (idf 0), q, r, s in one each (idf log(3)). So the query's
+    row is 0 and its L2 distances are the rows' norms: L to t0, 2L to t1 and t2, L = log(3).
+    Label 0 wins iff exp(-L / gamma) > 2 exp(-2L / gamma), iff gamma < L / ln 2: 2.29 in base
+    2 (gensim's), 1.58 in base e. At gamma = 2 the base decides, and base 2 votes as gensim's
+    TF-IDF vectors do.
+    """
+    bags = [{"p": 1, "q": 1}, {"p": 1, "r": 2}, {"p": 1, "s": 2}, {"p": 1}]
+    counts = np.array([[bag.get(t, 0) for t in "pqrs"] for bag in bags], dtype=np.float64)
+    matrix, _ = baselines.count_matrix(documents_table(counts))
+    train, query, y_train, gamma = np.arange(3), np.array([3]), np.array([0, 1, 1]), 2.0
+    method = BY_NAME["TF-IDF (None/L2)"]
+    ours = baselines.baseline_distances(matrix, method, train, query, train)
+    np.testing.assert_allclose(ours, [[np.log2(3), 2 * np.log2(3), 2 * np.log2(3)]], rtol=1e-15)
+
+    dense = matrix.toarray()
+    model = TfidfModel(
+        [[(t, dense[i, t]) for t in np.flatnonzero(dense[i])] for i in train], normalize=False
+    )
+    vectors = np.zeros_like(dense)
+    for i, row in enumerate(dense):
+        for t, w in model[[(t, row[t]) for t in np.flatnonzero(row)]]:
+            vectors[i, t] = w
+    gensims = np.linalg.norm(vectors[query][:, None, :] - vectors[None, train, :], axis=-1)
+
+    def vote(dist):
+        order = np.argsort(dist, axis=1, kind="stable")
+        return int(knn.wknn_predict(dist, order, y_train, gamma)[0][0])
+
+    assert vote(gensims) == 0
+    assert vote(ours) == 0
+    assert vote(ours * np.log(2)) == 1  # the same distances in base e: the other label
 
 
 def unsorted_csr(dense: np.ndarray) -> sp.csr_matrix:

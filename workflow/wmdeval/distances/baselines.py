@@ -53,19 +53,27 @@ def canonical(matrix: sp.spmatrix) -> sp.csr_matrix:
     return matrix
 
 
+#: The base of the TF-IDF baselines' idf: gensim's ``TfidfModel`` default, which the paper's
+#: code uses. It cancels after normalisation and in every kNN ranking, but not in weighted
+#: kNN of the unnormalised rows: there distances scale with 1 / ln(base) while the gamma
+#: grid is absolute, so another base tunes another gamma.
+IDF_LOG_BASE = 2.0
+
+
 def idf_from_training(counts: sp.csr_matrix, train_rows: np.ndarray) -> np.ndarray:
-    """idf(t) = log(N_train / df_train(t)), float64 [terms]; 0 for terms unseen in training.
+    """idf(t) = log2(N_train / df_train(t)), float64 [terms]; 0 for terms unseen in training.
 
     ``counts``: [docs x terms]; ``train_rows``: the training documents' row positions.
 
-    Matches gensim's ``TfidfModel(normalize=False)`` up to the base of the log,
-    which only scales every distance of a method by the same factor.
+    The idf of gensim's ``TfidfModel(normalize=False)`` fitted on the training documents
+    (its default base, :data:`IDF_LOG_BASE`), as the paper's code computes it.
     """
     train = canonical(counts[np.asarray(train_rows)])  # one entry per term and document
     df = np.bincount(train.indices, minlength=counts.shape[1]).astype(np.float64)
     idf = np.zeros(counts.shape[1], dtype=np.float64)
     seen = df > 0
-    idf[seen] = np.log(train.shape[0] / df[seen])
+    # ln(N / df) / ln(base), the order of operations of gensim's df2idf: the same bits
+    idf[seen] = np.log(train.shape[0] / df[seen]) / np.log(IDF_LOG_BASE)
     return idf
 
 
