@@ -595,6 +595,21 @@ def other_jobs(
     return cpu
 
 
+def disk_gb(documents: int, mode: str) -> float:
+    """An estimate of the disk a paper dataset's stored matrices take, in GB: n x n float64
+    (8 bytes a distance), both variants counted at the original's size. knn mode stores
+    WCD's and the cosine's matrix per variant (4); full mode also every solved transport
+    matrix (WMD, WRD and 5-d PCA WMD once, WMD-TF-IDF per variant), the clean variant's
+    WMD, WRD and PCA WMD cut from them, RWMD's per variant (14 in all), and the solved
+    blocks (about 12 bytes a pair, 5 matrices). Inputs, downloads and the small tables
+    (neighbour lists, samples, scores) are not counted."""
+    matrix = 8 * documents**2
+    if mode == "knn":
+        return round(4 * matrix / 1e9, 2)
+    pairs = documents * (documents - 1) // 2
+    return round((14 * matrix + 5 * 12 * pairs) / 1e9, 2)
+
+
 def hours(value: float) -> str:
     """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
     --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
@@ -764,11 +779,21 @@ def plan(args) -> None:
     print("| **all** | " + " | ".join(f"**{hours(whole[k])}**" for k in whole) + " |")
     rows.append(["all", "", *(results_file.cell(hours(whole[k])) for k in whole)])
     header = ["dataset", "mode", *(f"{k} CPU h" for k in whole)]
+    summary = [
+        [
+            name,
+            mode,
+            results_file.cell(hours(plan_h)),
+            disk_gb(paper_scale.PAPER[name].documents, mode),
+        ]
+        for (name, mode, *_, plan_h) in rows[:-1]
+    ]
     figures = {
         "threads": args.threads,
         "plan_cpu_hours": round(whole["plan"], 2),
         "transport_cpu_hours": round(whole["transport"], 2),
         "plan": {"header": header, "rows": rows},
+        "summary": {"header": ["dataset", "mode", "plan CPU h", "disk GB"], "rows": summary},
     }
     results_file.write(args.record, "paper_cost", figures)
     print(
