@@ -1,5 +1,5 @@
 """The per-dataset test of random-split datasets keeps its level in a simulation of the
-protocol's design (benchmarks/significance_calibration.py; its full run is in docs/statistics.md)."""
+protocol's design (benchmarks/significance_calibration.py; its full run: docs/statistics.md)."""
 
 from __future__ import annotations
 
