@@ -166,3 +166,11 @@ def test_report_links_the_guide():
         if "://" not in target:
             assert (REPO / "results" / target).resolve().is_file(), target
     assert "``docs/``" in text
+
+
+def test_readme_keeps_the_two_commands():
+    """The demo and the test command, exactly (.ci/run runs the second)."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    venv = "python3 -m venv .venv && . .venv/bin/activate && "
+    assert venv + "pip install -e . && snakemake --cores 2" in lines
+    assert venv + "pip install -e '.[test]' && pytest" in lines
