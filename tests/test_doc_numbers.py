@@ -174,3 +174,23 @@ def test_readme_keeps_the_two_commands():
     venv = "python3 -m venv .venv && . .venv/bin/activate && "
     assert venv + "pip install -e . && snakemake --cores 2" in lines
     assert venv + "pip install -e '.[test]' && pytest" in lines
+
+
+def test_readme_own_corpus_example_is_a_valid_config():
+    """The README's my.yaml (a text table and a .mat file), merged into the demo config as
+    Snakemake merges --configfile, passes the schema; its files are the user's."""
+    import yaml
+
+    from wmdeval.core import config
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    example = yaml.safe_load(text.split("```yaml\n# my.yaml\n", 1)[1].split("```", 1)[0])
+    assert {s["format"] for s in example["datasets"].values()} == {"table", "kusner-mat"}
+    merged = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for key, value in example.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    checked = config.validate(merged, source="README my.yaml")
+    assert checked["run"] == ["reviews", "mydata"]
