@@ -194,3 +194,26 @@ def test_readme_own_corpus_example_is_a_valid_config():
             merged[key] = value
     checked = config.validate(merged, source="README my.yaml")
     assert checked["run"] == ["reviews", "mydata"]
+
+
+def test_a_benchmark_records_its_command_machine_and_date(tmp_path, monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import record
+    finally:
+        sys.path.pop(0)
+    argv = ["benchmarks/demo.py", "--threads", "2", "--record", str(tmp_path / "x.json")]
+    monkeypatch.setattr(sys, "argv", argv)
+    record.write(tmp_path / "x.json", "demo", {"speed": 1.7})
+    written = json.loads((tmp_path / "x.json").read_text())
+    assert written["command"] == "python benchmarks/demo.py --threads 2"
+    assert written["figures"] == {"speed": 1.7} and written["benchmark"] == "demo"
+    assert written["machine"]["cores"] >= 1 and written["machine"]["cpu"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", written["date"])
+    record.write(None, "demo", {})  # no --record: nothing written
+    assert record.table(["| a | b |", "|---|---|", "| x | 1,234 |"]) == {
+        "header": ["a", "b"],
+        "rows": [["x", 1234]],
+    }
