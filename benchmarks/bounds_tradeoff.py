@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import knn_pruning  # noqa: E402  (its 20 Newsgroups preparation)
+import record  # noqa: E402
 
 from wmdeval.core.variant import tie_key  # noqa: E402
 from wmdeval.distances.wmd import bounds, search  # noqa: E402
@@ -76,6 +77,7 @@ def main() -> None:
     knn_pruning.add_news_arguments(parser)
     parser.add_argument("--news-queries", type=int, default=100, help="sampled per role")
     parser.add_argument("--threads", type=int, default=2)
+    record.add_argument(parser, "bounds_tradeoff")
     args = parser.parse_args()
 
     inputs, _, _, roles = knn_pruning.news_inputs(args.news_data, args.news_workdir)
@@ -89,7 +91,7 @@ def main() -> None:
         flush=True,
     )
     print("setting            solves/query  CPU s/query  bounds share  (cheap, ICT+dual+ascent s)")
-    measured = []
+    measured, rows = [], []
     reference, differ = None, False
     for name, changes in SETTINGS:
         stats = search.SearchStats()
@@ -105,6 +107,7 @@ def main() -> None:
         differ = differ or bool(same)
         reference = reference if reference is not None else top
         measured.append((name, cpu / q, share))
+        rows.append([name, round(stats.solves / q, 1), round(cpu / q, 3), round(100 * share, 1)])
         print(
             f"{name:18s} {stats.solves / q:12.1f} {cpu / q:12.3f} {100 * share:12.1f} %"
             f"  ({stats.bound_seconds:.1f}, {stats.tight_seconds:.1f}){same}",
@@ -117,6 +120,9 @@ def main() -> None:
         f"{100 * np.mean([m[2] for m in shipped]):.1f} %; lowest share {100 * low[2]:.1f} % at "
         f"{low[1]:.3f} s per query ({low[0]})"
     )
+    header = ["setting", "exact solves per query", "CPU s per query", "bounds' share %"]
+    figures = {"queries": q, "threads": args.threads, "table": {"header": header, "rows": rows}}
+    record.write(args.record, "bounds_tradeoff", figures)
     sys.exit(1 if differ else 0)  # the search is exact: any setting's neighbours differing is a bug
 
 

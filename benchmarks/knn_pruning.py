@@ -67,6 +67,9 @@ from wmdeval.core.variant import rank_neighbours
 from wmdeval.distances.factory import prepare_variant
 from wmdeval.distances.wmd import blocks, pairs, search, solver
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "amazon_reviews.tsv"
 CONFIG = """\
@@ -378,6 +381,23 @@ def news_run(args) -> tuple[float, float, bool]:
         f"exact solves: {'identical' if identical else 'DIFFERENT'}",
         flush=True,
     )
+    args.news_figures = {
+        "queries": q,
+        "threads": args.threads,
+        "solves": stats.solves,
+        "solves_per_query": round(stats.solves / q, 1),
+        "solves_per_list": round(stats.solves / lists, 1),
+        "cpu_s": round(clock.cpu),
+        "wall_s": round(clock.wall),
+        "cpu_per_query_s": round(knn_cpu, 3),
+        "bounds_share_percent": round(100 * bounds_share, 1),
+        "cheap_bounds_s": round(stats.bound_seconds, 1),
+        "full_pair_ms": round(1e3 * pair_s, 3),
+        "full_solves_millions": round(full_pairs / 1e6, 1),
+        "solves_ratio": round(full_pairs / knn_solves, 1),
+        "cpu_ratio": round(full_cpu / knn_total, 1),
+        "identical": identical,
+    }
     return full_pairs / knn_solves, full_cpu / knn_total, identical
 
 
@@ -489,9 +509,11 @@ def main() -> None:
     parser.add_argument(
         "--corpora", choices=["both", "amazon", "news"], default="both", help="which runs"
     )
+    record.add_argument(parser, "knn_pruning_news")
     args = parser.parse_args()
     if args.corpora == "news":
         solves_ratio, cpu_ratio, identical = news_run(args)
+        record.write(args.record, "knn_pruning", args.news_figures)  # the 20 Newsgroups run
         print(
             f"knn_pruning: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "
             f"scores identical: {'yes' if identical else 'no'}"
@@ -577,6 +599,7 @@ def main() -> None:
         )
         sys.exit(0 if identical else 1)
     solves_ratio, cpu_ratio, news_identical = news_run(args)
+    record.write(args.record, "knn_pruning", args.news_figures)  # the 20 Newsgroups run
     identical &= news_identical
     print(
         f"knn_pruning: {solves_ratio:.1f}x fewer solves, {cpu_ratio:.1f}x less CPU, "

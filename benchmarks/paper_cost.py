@@ -95,6 +95,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import knn_pruning  # noqa: E402  (the check corpora's preparation)
 import paper_scale  # noqa: E402  (the stand-ins' generators)
+import record as results_file  # noqa: E402  (benchmarks/record.py)
 
 from wmdeval.cleaning import duplicates, vocabulary  # noqa: E402
 from wmdeval.core import config, io, schemas  # noqa: E402
@@ -594,6 +595,21 @@ def other_jobs(
     return cpu
 
 
+def disk_gb(documents: int, mode: str) -> float:
+    """An estimate of the disk a paper dataset's stored matrices take, in GB: n x n float64
+    (8 bytes a distance), both variants counted at the original's size. knn mode stores
+    WCD's and the cosine's matrix per variant (4); full mode also every solved transport
+    matrix (WMD, WRD and 5-d PCA WMD once, WMD-TF-IDF per variant), the clean variant's
+    WMD, WRD and PCA WMD cut from them, RWMD's per variant (14 in all), and the solved
+    blocks (about 12 bytes a pair, 5 matrices). Inputs, downloads and the small tables
+    (neighbour lists, samples, scores) are not counted."""
+    matrix = 8 * documents**2
+    if mode == "knn":
+        return round(4 * matrix / 1e9, 2)
+    pairs = documents * (documents - 1) // 2
+    return round((14 * matrix + 5 * 12 * pairs) / 1e9, 2)
+
+
 def hours(value: float) -> str:
     """CPU hours for the tables: two decimals, or two significant digits below 0.1 h (a
     --quick run's stand-ins cost seconds, which two decimals would print as 0.00)."""
@@ -751,6 +767,7 @@ def plan(args) -> None:
     )
     print("|---|---|" + "---|" * len(kinds) + "---|")
     whole = {k: 0.0 for k in ("transport", *kinds, "plan")}
+    rows = []
     for name, _, mode, full_h, original_h, clean_h, sample_h, forecast_h in per_dataset:
         transport = original_h + clean_h + sample_h + forecast_h if mode == "knn" else full_h
         row = {"transport": transport, **others[name]}
@@ -758,7 +775,27 @@ def plan(args) -> None:
         for key, value in row.items():
             whole[key] += value
         print(f"| {name} | " + " | ".join(hours(row[k]) for k in whole) + " |")
+        rows.append([name, mode, *(results_file.cell(hours(row[k])) for k in whole)])
     print("| **all** | " + " | ".join(f"**{hours(whole[k])}**" for k in whole) + " |")
+    rows.append(["all", "", *(results_file.cell(hours(whole[k])) for k in whole)])
+    header = ["dataset", "mode", *(f"{k} CPU h" for k in whole)]
+    summary = [
+        [
+            name,
+            mode,
+            results_file.cell(hours(plan_h)),
+            disk_gb(paper_scale.PAPER[name].documents, mode),
+        ]
+        for (name, mode, *_, plan_h) in rows[:-1]
+    ]
+    figures = {
+        "threads": args.threads,
+        "plan_cpu_hours": round(whole["plan"], 2),
+        "transport_cpu_hours": round(whole["transport"], 2),
+        "plan": {"header": header, "rows": rows},
+        "summary": {"header": ["dataset", "mode", "plan CPU h", "disk GB"], "rows": summary},
+    }
+    results_file.write(args.record, "paper_cost", figures)
     print(
         "Not in it (not measured at this size; README 'Rehearsal at the paper's size' "
         "times most at a minute or less a job): ingest, filter_oov, project_pca, the "
@@ -807,6 +844,10 @@ def check_corpus(name: str, documents, splits, embeddings_path: Path, args) -> t
         + ", ".join(str(s["runtime"]) for s in f["shards"])
         + " min",
         flush=True,
+    )
+    args.check_rows.append(
+        [name, "original", round(f["solves"]), solves]
+        + [round(f["cpu_seconds"]), round(measured_cpu), round(f["cpu_seconds"] / measured_cpu, 2)]
     )
     check_clean(name, where, documents.num_rows, embeddings_path, record, args)
     return f["cpu_seconds"], measured_cpu
@@ -867,6 +908,10 @@ def check_clean(
         f"(ratio {f['cpu_seconds'] / max(measured_cpu, 1e-9):.2f})",
         flush=True,
     )
+    args.check_rows.append(
+        [name, "clean", round(f["solves"]), solves, round(f["cpu_seconds"]), round(measured_cpu)]
+        + [round(f["cpu_seconds"] / max(measured_cpu, 1e-9), 2)]
+    )
 
 
 def check(args) -> None:
@@ -876,6 +921,7 @@ def check(args) -> None:
         flush=True,
     )
     ratios = []
+    args.check_rows = []
     documents, splits, _ = knn_pruning.prepare_data(args.amazon_data, args.amazon_workdir)
     docs, folds = knn_pruning.sample(documents, splits, args.check_documents, seed=args.seed)
     emb = args.amazon_workdir / knn_pruning.TARGETS[2]
@@ -890,6 +936,15 @@ def check(args) -> None:
         + ", ".join(f"{f / m:.2f}" for f, m in ratios)
         + f"; within 25 %: {'yes' if within else 'no'}"
     )
+    header = ["corpus", "variant", "solves forecast", "solves measured"]
+    header += ["CPU s forecast", "CPU s measured", "ratio"]
+    figures = {
+        "documents": args.check_documents,
+        "shards": args.check_shards,
+        "threads": args.threads,
+        "table": {"header": header, "rows": args.check_rows},
+    }
+    results_file.write(args.record, "paper_cost_check", figures)
 
 
 def main() -> None:
@@ -928,7 +983,10 @@ def main() -> None:
     parser.add_argument(
         "--news-workdir", type=Path, default=Path(tempfile.gettempdir()) / "knn-news"
     )
+    results_file.add_argument(parser, "paper_cost")
     args = parser.parse_args()
+    if args.check and args.record == results_file.RESULTS / "paper_cost.json":
+        args.record = results_file.RESULTS / "paper_cost_check.json"  # the check's own file
     for option in ("seed", "duplicates_seed"):
         if getattr(args, option) < 0:
             parser.error(f"--{option.replace('_', '-')} must be >= 0")

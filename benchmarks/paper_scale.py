@@ -52,6 +52,9 @@ import numpy as np
 import yaml
 from scipy.io import savemat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 DIM = 300
@@ -420,11 +423,13 @@ def main() -> None:
         help="run these rules' jobs again (and what follows them), e.g. to measure a job "
         "kind again after a fix; the table keeps each job's latest run",
     )
+    record.add_argument(parser, "paper_scale")
     args = parser.parse_args()
 
     workdir = args.workdir.resolve()
     (workdir / "mats").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
+    corpora = {}
     print(f"paper_scale: scale {args.scale}, {DIM}-d unit vectors, workdir {workdir}")
     for name in args.datasets:
         corpus = scaled(PAPER[name], args.scale)
@@ -448,6 +453,12 @@ def main() -> None:
             del bags, labels, subsets  # 3 GB at 20news: not held while the workflow runs
             stamp.write_text(json.dumps({"made_as": made_as, "stats": stats}))
             written = f"written in {time.perf_counter() - started:.0f} s"
+        corpora[name] = {
+            "source": source,
+            "documents": stats["documents"],
+            "vocabulary": stats["vocabulary"],
+            "words_per_document": round(stats["words_per_document"], 1),
+        }
         print(
             f"  {name}: {source}, {corpus.layout}, {stats['documents']:,} documents "
             f"(paper {PAPER[name].documents:,}), vocabulary {stats['vocabulary']:,} "
@@ -480,10 +491,20 @@ def main() -> None:
         )
     else:
         snakemake(workdir, args, "all")
-    print(f"  workflow: {time.perf_counter() - started:,.0f} s wall")
+    wall = time.perf_counter() - started
+    print(f"  workflow: {wall:,.0f} s wall")
     # Every run's log in this workdir, oldest first: a job rerun later is declared later.
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
-    print("\n".join(report(workdir, "\n".join(p.read_text() for p in logs), outside)))
+    lines = report(workdir, "\n".join(p.read_text() for p in logs), outside)
+    print("\n".join(lines))
+    figures = {
+        "datasets": corpora,
+        "scale": args.scale,
+        "cores": args.cores,
+        "wall_minutes": round(wall / 60),
+        "table": record.table(lines),
+    }
+    record.write(args.record, "paper_scale", figures)
 
 
 if __name__ == "__main__":

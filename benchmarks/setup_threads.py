@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import knn_pruning  # noqa: E402  (its 20 Newsgroups preparation)
+import record  # noqa: E402
 
 from wmdeval.distances.wmd import bounds, search  # noqa: E402
 from wmdeval.distances.wmd.solver import _blas  # noqa: E402
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=1, help="queries: shard 1 of these")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    record.add_argument(parser, "setup_threads")
     args = parser.parse_args()
     if args.threads < 2 or args.shards < 1 or args.rounds < 1:
         parser.error("--threads must be >= 2, --shards and --rounds >= 1")
@@ -95,6 +97,19 @@ def main() -> None:
     print(
         f"setup_threads: {args.threads} threads {speed:.2f}x the wall speed of one, "
         f"CPU {cpu:.2f}x, tables identical: {'yes' if identical else 'no'}"
+    )
+    record.write(
+        args.record,
+        "setup_threads",
+        {
+            "queries": len(queries),
+            "threads": args.threads,
+            "wall_one_thread_s": round(sum(w for w, _, _ in one) / len(one), 1),
+            "wall_threads_s": round(sum(w for w, _, _ in many) / len(many), 1),
+            "speedup": round(speed, 2),
+            "cpu_ratio": round(cpu, 2),
+            "identical": identical,
+        },
     )
     sys.exit(0 if identical else 1)
 

@@ -33,12 +33,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from wmdeval.analyses.significance import compare, mcnemar_exact
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402
 
 #: The tests reported, in the order of the output's columns.
 TESTS = ("pooled McNemar", "plain paired t", "corrected resampled t", "single-split McNemar")
@@ -202,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", type=int, default=2000, help="simulated datasets per row")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--alpha", type=float, default=0.05)
+    record.add_argument(parser, "significance_calibration")
     args = parser.parse_args(argv)
     design = NULL_SETTINGS[0]
     print(
@@ -213,8 +219,18 @@ def main(argv: list[str] | None = None) -> None:
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     powers = [power_setting(s) for s in NULL_SETTINGS]
+    rows = []
     for setting in [*NULL_SETTINGS, *powers]:
-        print(format_row(setting, rejection_rates(setting, args.datasets, args.seed, args.alpha)))
+        line = format_row(setting, rejection_rates(setting, args.datasets, args.seed, args.alpha))
+        print(line)
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    figures = {
+        "datasets": args.datasets,
+        "seed": args.seed,
+        "alpha": args.alpha,
+        "table": {"header": HEADER, "rows": rows},
+    }
+    record.write(args.record, "significance_calibration", figures)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The per-dataset test of random-split datasets keeps its level in a simulation of the
-protocol's design (benchmarks/significance_calibration.py; its full run is in the README)."""
+protocol's design (benchmarks/significance_calibration.py; its full run: docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -50,14 +50,14 @@ def test_corrected_t_has_power_at_six_points():
 
 
 def test_readme_quotes_the_calibration_script():
-    """Two rows of the README's calibration table (the issue's design with method and
+    """Two rows of docs/statistics.md's calibration table (the issue's design with method and
     training effects: the null and the power at 3 points), recomputed as the script
     computes them (2,000 datasets, seed 0)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text()
     block = readme.split("<!-- significance-calibration -->")[1].split("<!-- /")[0]
     setting = calibration.NULL_SETTINGS[5]
     for row_setting in (setting, calibration.power_setting(setting)):
         rates = calibration.rejection_rates(row_setting, 2000, seed=0)
         row = calibration.format_row(row_setting, rates)
-        assert row in block.splitlines(), f"README.md's calibration table lacks: {row}"
+        assert row in block.splitlines(), f"docs/statistics.md's calibration table lacks: {row}"
     assert len([line for line in block.splitlines() if line.startswith("| 1")]) == 16

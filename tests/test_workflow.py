@@ -849,6 +849,7 @@ def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
 
 # ------------------------------------------------------- numbers the README quotes
 README = REPO / "README.md"
+STATISTICS = REPO / "docs" / "statistics.md"  # the demo's significance rows
 
 
 def _demo_datasets(workdir: Path) -> list[str]:
@@ -858,11 +859,11 @@ def _demo_datasets(workdir: Path) -> list[str]:
     return list(config["datasets"])
 
 
-def _readme_block(name: str) -> str:
-    """The README text between ``<!-- name -->`` and ``<!-- /name -->``."""
-    text = README.read_text(encoding="utf-8")
+def _readme_block(name: str, page: Path = README) -> str:
+    """The README's (or ``page``'s) text between ``<!-- name -->`` and ``<!-- /name -->``."""
+    text = page.read_text(encoding="utf-8")
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    assert start in text and end in text, f"README.md lacks the {name} markers"
+    assert start in text and end in text, f"{page.name} lacks the {name} markers"
     return text.split(start, 1)[1].split(end, 1)[0].strip()
 
 
@@ -907,7 +908,7 @@ def test_readme_significance_rows_are_the_demo_output(finished_run):
     ]
     header, rows = significance.significance_rows(table.filter(keep))
     expected = report.markdown_table(rows, header)
-    assert _readme_block("demo-significance") == expected, (
+    assert _readme_block("demo-significance", STATISTICS) == expected, (
         "README.md's demo significance rows have drifted; paste this between its markers:\n"
         + expected
     )

@@ -10,7 +10,7 @@ documents and WMD matrices, so the workflow runs the enabled ones in one job:
   20news the two float64 WMD matrices take 5.7 GB);
 - on the demo, each analysis's own work is a fraction of a second, less than starting a
   Python process with numpy, pyarrow and scipy; one job instead of five is what keeps
-  the analyses under a fifth of the demo's run time (README "Analyses").
+  the analyses cheap next to the demo's run time (docs/analyses.md).
 
 Every table is computed before any is written, so a failing analysis leaves none.
 """

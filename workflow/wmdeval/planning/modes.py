@@ -4,8 +4,8 @@
 plans the run (so a dry run shows the decision before anything is downloaded). ``auto``
 takes knn mode where a dataset's number of documents, known at planning time (a local
 ``.mat`` file's header, a table's lines or Parquet metadata), is at least
-``wmd.auto_min_documents``: the neighbour search then saves most of the work (measured
-3.7x less CPU at 3,000 product reviews and more beyond, README "Scale"), while below it a
+``wmd.auto_min_documents``: the neighbour search then saves most of the work (see
+docs/performance.md), while below it a
 full matrix is cheap and the search's share of solved pairs is large (long documents
 loosen the bounds). A size unknown before download (a ``url:`` table) keeps full mode,
 so that the plan does not change once the file arrives.
