@@ -489,8 +489,9 @@ def solve_block(
         _solve_row(inputs, i, j0, j1, out, stop)
         # counted by row, not by pair: a row of pairs takes far longer than the count,
         # and a 20 Newsgroups row (18,846 pairs) ten-odd seconds, well within a line's
-        # interval
-        progress.advance(j1 - j0)
+        # interval. A row cut short by `stop` is not done: a failing job says no more.
+        if not stop.is_set():
+            progress.advance(j1 - j0)
 
     # One BLAS thread: parallelism comes from our threads, and the pairs' matrix products
     # then take the same code path whatever the job's environment says (the search
