@@ -240,9 +240,9 @@ def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads
 
     def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
-        out, done = np.empty(run), [0]
+        out = np.empty(run)
         t0 = time.thread_time()
-        solver._solve_row(inputs, i, j0, j0 + run, out, done, 0)
+        solver._solve_row(inputs, i, j0, j0 + run, out)
         return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
@@ -261,9 +261,9 @@ def pair_seconds(inputs: solver.WmdInputs, n_rows: int, n_pairs: int, seed: int,
 
     def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
-        out, done = np.empty(run), [0]
+        out = np.empty(run)
         t0 = time.thread_time()
-        solver._solve_row(inputs, i, j0, j0 + run, out, done, 0)
+        solver._solve_row(inputs, i, j0, j0 + run, out)
         return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:

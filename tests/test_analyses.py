@@ -4,6 +4,8 @@ analysis run on its own corpus, and clear errors that leave nothing behind."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 
 import pytest
 from test_n2o import synthetic_dataset, write_dataset
@@ -30,7 +32,12 @@ def dataset(tmp_path):
     return documents, splits, matrices, paths
 
 
-def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path):
+def test_one_job_gives_the_tables_of_each_analysis_on_its_own(
+    dataset, tmp_path, monkeypatch, caplog
+):
+    # every progress line due (interval 0); the tables of analyses that write none
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval.analyses")
     _, _, _, (docs, spl, wmd_paths) = dataset
     outputs = {name: tmp_path / f"{name}.parquet" for name in SETTINGS}
     analyses.run_analyses(docs, spl, wmd_paths, "toy", "clean", SETTINGS, outputs, seed=3)
@@ -52,6 +59,13 @@ def test_one_job_gives_the_tables_of_each_analysis_on_its_own(dataset, tmp_path)
         written = io.read_table(outputs[name], schema)
         assert written.num_rows > 0
         assert written.equals(alone[name]), name
+        # each analysis's own lines: counts rising to its total, the last one all done
+        pattern = rf"analyses toy/clean {name}: (\d+)/(\d+) (\w+) \([\d.]+%\)"
+        found = [re.match(pattern, m) for m in caplog.messages]
+        found = [m for m in found if m]
+        done, totals = [int(m[1]) for m in found], {int(m[2]) for m in found}
+        assert len(totals) == 1 and done == list(range(1, totals.pop() + 1)), name
+        assert found[-1].string.startswith(f"{found[-1][0]} done in"), name
 
 
 def test_only_the_requested_analyses_run(dataset, tmp_path):
@@ -113,7 +127,7 @@ def test_settings_not_given_take_the_schemas_defaults():
 def test_a_failing_analysis_leaves_no_table(dataset, tmp_path, monkeypatch):
     _, _, _, (docs, spl, wmd_paths) = dataset
 
-    def fails(corpus, dataset, variant, seed, m):
+    def fails(corpus, dataset, variant, seed, m, report):
         raise io.WmdevalError("crossmatch failed")
 
     # N2O runs first and succeeds; its table must not be written either

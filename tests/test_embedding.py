@@ -1,6 +1,9 @@
 """Dense embedding distances without transport (wmdeval.distances.embedding): WCD, RWMD and
 the cosine distance of mean vectors, against plain loops and by hand."""
 
+import logging
+import re
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -167,6 +170,33 @@ def test_bands_threads_and_word_chunks_do_not_change_a_bit(monkeypatch):
     chunked = embedding.relaxed_wmd_matrix(inputs, threads=2)
     assert chunked.tobytes() == one.tobytes()
     np.testing.assert_array_equal(chunked, chunked.T)
+
+
+@pytest.mark.parametrize("method", sorted(MATRICES))
+def test_a_matrix_logs_its_progress_in_documents(monkeypatch, caplog, method):
+    # a line for every band (interval 0), counts rising to every document with a row: 39
+    # of the 40 (one is empty); the lines change no bit
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    monkeypatch.setattr(embedding, "QUERY_BAND", 5)
+    monkeypatch.setattr(embedding, "ROW_CHUNK", 5)
+    caplog.set_level(logging.INFO, logger="wmdeval.distances.embedding")
+    inputs = solver.prepare(*awkward(4, 40), "bow")
+    matrix = embedding.embedding_matrix(inputs, method, threads=2, report="m")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("m: ")]
+    done = [int(re.match(r"m: (\d+)/39 documents", line)[1]) for line in lines]
+    assert len(lines) == 8 and done == sorted(done) and done[-1] == 39
+    assert lines[-1].startswith("m: 39/39 documents (100.0%) done in")
+    assert matrix.tobytes() == MATRICES[method](inputs).tobytes()
+
+
+def test_a_row_without_a_direction_counts_as_done(monkeypatch, caplog):
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval.distances.embedding")
+    emb = embeddings({"a": [1.0, 0.0], "b": [-1.0, 0.0], "c": [0.0, 2.0]})
+    inputs = solver.prepare(documents([{"a": 1, "b": 1}, {"c": 1}, {"a": 1}, {}]), emb, "bow")
+    embedding.embedding_matrix(inputs, "cosine-mean", report="m")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("m: ")]
+    assert lines[-1].startswith("m: 3/3 documents (100.0%) done in")
 
 
 @pytest.mark.parametrize("method", sorted(MATRICES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import re
 import weakref
 from collections import Counter
 
@@ -436,7 +437,10 @@ def test_evaluate_dataset_missing_document_in_matrix(tiny):
         )
 
 
-def test_run_evaluate_writes_scores(tiny, tmp_path):
+def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
+    # every progress line due (interval 0): one per method's fold, none changing a score
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval.classification.knn")
     documents, splits, wmd = tiny
     io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
@@ -458,6 +462,12 @@ def test_run_evaluate_writes_scores(tiny, tmp_path):
     assert written.equals(returned)
     expected = evaluate.evaluate_dataset(documents, splits, wmd, None, "tiny", "original")
     assert written.equals(expected)
+    folds = len(set(zip(*written.select(["method", "fold"]).to_pydict().values(), strict=True)))
+    lines = [m for m in caplog.messages if m.startswith("evaluate tiny/original: ")]
+    done = [int(re.match(rf"evaluate tiny/original: (\d+)/{folds} folds", m)[1]) for m in lines]
+    assert done == list(range(1, folds + 1))
+    assert all(m.endswith(" left") for m in lines[:-1])
+    assert "(100.0%) done in" in lines[-1]
 
 
 def test_matrices_given_as_readers_are_read_once_and_held_one_at_a_time(tiny):

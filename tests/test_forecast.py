@@ -1,7 +1,9 @@
 """The knn search's cost forecast (wmdeval.planning.forecast): arithmetic, job and table."""
 
 import json
+import logging
 import math
+import re
 
 import numpy as np
 import pytest
@@ -149,11 +151,14 @@ def forecast_args(paths, out, shards=2, seed=0, per_role=4, variant="original"):
     ]
 
 
-def test_the_forecast_job_on_a_tiny_corpus(tmp_path):
+def test_the_forecast_job_on_a_tiny_corpus(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval")
     docs, emb, splits, paths = corpus(tmp_path)
     out = tmp_path / "forecast" / "wmd.json"
     assert cli.main(forecast_args(paths, out)) == 0
     record = json.loads(out.read_text())
+    progress = [m for m in caplog.messages if re.search(r"\d+/\d+ queries \(", m)]
     inputs = solver.prepare(docs, emb, "bow")
     roles = query_roles(io.fold_indices(splits, inputs.doc_ids), inputs.empty, None)
     queries = np.unique(np.concatenate([r.queries for r in roles]))
@@ -164,6 +169,18 @@ def test_the_forecast_job_on_a_tiny_corpus(tmp_path):
     assert m["solves_per_query"] == m["solves"] / 12
     assert 0 <= m["bounds_share"] <= 1 and 0 <= m["sharing"]["shared_share"] <= 1
     assert "timings" in record["note"]  # which fields vary from run to run
+    # progress lines of the sample's search (its solves as recorded) and of the checks,
+    # none of each check's own search of one query
+    subject, checks = "wmd_forecast tiny/original/wmd", m["sharing"]["checked_queries"]
+    done = [p for p in progress if "(100.0%) done in" in p]
+    assert len(done) == 2 and progress[-1] == done[1]
+    assert done[0].startswith(f"{subject}: sampled queries: 12/12 queries (100.0%) done in ")
+    assert done[0].endswith(f"; {m['solves']:,} solves, {m['solves'] / 12:.1f} per query")
+    assert done[1].startswith(
+        f"{subject}: sharing checks: {checks}/{checks} queries (100.0%) done in "
+    )
+    assert all(p.startswith(f"{subject}: ") for p in progress)
+    assert len(progress) == 12 + max(checks, 1)
     f = record["forecast"]
     assert [s["shard"] for s in f["shards"]] == ["1-of-2", "2-of-2"]
     assert sum(s["queries"] for s in f["shards"]) == len(queries)

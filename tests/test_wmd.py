@@ -1,4 +1,6 @@
+import logging
 import math
+import re
 
 import numpy as np
 import ot
@@ -559,17 +561,19 @@ def test_row_segments_cut_a_rank_range_into_rows():
     assert pairs.row_segments(5, 3, 7, n_rows=2) == [(0, 4, 5, 0), (1, 2, 5, 1)]
 
 
-def test_progress_reports_the_end():
+def block_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("block 1/2:")]
+
+
+def test_progress_reports_the_end(caplog, monkeypatch):
+    # the default interval: no line is due in so short a block, but the last is written
+    monkeypatch.delenv("WMDEVAL_PROGRESS_SECONDS", raising=False)
+    caplog.set_level(logging.INFO, logger="wmdeval.distances.wmd")
     docs, emb = random_corpus(7, 8)
-    calls = []
-    solver.solve_block(
-        solver.prepare(docs, emb, "bow"),
-        0,
-        2,
-        progress=lambda done, total: calls.append((done, total)),
-    )
+    solver.solve_block(solver.prepare(docs, emb, "bow"), 0, 2, report="block 1/2")
     total = pairs.plan_blocks(solver.prepare(docs, emb, "bow").sizes, 2)[0][1]
-    assert calls[-1] == (total, total)
+    assert len(block_lines(caplog)) == 1
+    assert block_lines(caplog)[0].startswith(f"block 1/2: {total}/{total} pairs (100.0%) done in")
 
 
 def test_solver_failure_is_an_error(monkeypatch):
@@ -581,19 +585,18 @@ def test_solver_failure_is_an_error(monkeypatch):
         solver.wmd_pair(inputs, big[0], big[1])
 
 
-def test_progress_is_reported_while_solving(monkeypatch):
-    monkeypatch.setattr(solver, "PROGRESS_SECONDS", 0.001)
+def test_progress_is_reported_while_solving(caplog, monkeypatch):
+    # interval 0: a line for every row of pairs done, from both threads, counts rising
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval.distances.wmd")
     docs, emb = random_corpus(9, 40, max_len=25)
-    calls = []
-    solver.solve_block(
-        solver.prepare(docs, emb, "bow"),
-        0,
-        1,
-        threads=2,
-        progress=lambda done, total: calls.append((done, total)),
-    )
-    done = [d for d, _ in calls]
-    assert len(calls) > 1 and done == sorted(done) and calls[-1] == (780, 780)
+    solver.solve_block(solver.prepare(docs, emb, "bow"), 0, 1, threads=2, report="block 1/2")
+    lines = block_lines(caplog)
+    done = [int(re.match(r"block 1/2: (\d+)/780 pairs", line)[1]) for line in lines]
+    assert len(lines) == 39  # one per row of the 40 documents' triangle
+    assert done == sorted(done) and done[-1] == 780
+    assert all(line.endswith(" left") for line in lines[:-1])
+    assert "(100.0%) done in" in lines[-1]
 
 
 def test_solver_failure_in_a_worker_thread_is_raised(monkeypatch):

@@ -32,6 +32,7 @@ import pyarrow as pa
 from ..core import io, schemas
 from ..core.coverage import Expected, require_exact_coverage, sources
 from ..core.groups import comparisons, defined_subset
+from ..core.progress import Progress
 from ..core.stats import spearman_rho
 from ..core.variant import Variant
 from ..distances.factory import method_distances
@@ -97,15 +98,24 @@ def group_distances(dist: np.ndarray, in_first: np.ndarray) -> dict[str, float]:
 
 
 def corpus_distance_rows(
-    corpus: Variant, dataset: str, variant: str, m: int, seed: int
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int, report: str | None = None
 ) -> list[dict]:
     """CORPUS_DISTANCES rows: every method x (class pair, train vs test of each fold).
 
     Groups are those of the crossmatch test (seeded samples of up to ``m`` documents
     with words); documents undefined under a method are left out for that method.
+    ``report``: the subject of the progress lines in the log (comparisons of each
+    method; None: no lines).
     """
     rows = []
-    for comparison in comparisons(corpus, m, seed):
+    groups = comparisons(corpus, m, seed)
+    progress = Progress(
+        log if report is not None else None,
+        report or "",
+        len(groups) * len(corpus.methods),
+        "comparisons",
+    )
+    for comparison in groups:
         pooled = np.concatenate([comparison.first, comparison.second])
         in_first = np.arange(len(pooled)) < len(comparison.first)
         for method in corpus.methods:
@@ -120,6 +130,7 @@ def corpus_distance_rows(
                     comparison.name,
                     method.name,
                 )
+                progress.advance()  # done: nothing to measure
                 continue
             rows.append(
                 {
@@ -132,16 +143,19 @@ def corpus_distance_rows(
                     **group_distances(dist[np.ix_(keep, keep)], first),
                 }
             )
+            progress.advance()
+    progress.finish()
     return rows
 
 
 def corpus_distance_results(
-    corpus: Variant, dataset: str, variant: str, m: int, seed: int
+    corpus: Variant, dataset: str, variant: str, m: int, seed: int, report: str | None = None
 ) -> pa.Table:
     """Energy distance and AHD of one dataset variant, every method: between each pair
     of classes (all documents, IDF from all of them) and between train and test of each
-    fold (IDF from the fold's training set), as a CORPUS_DISTANCES table."""
-    rows = corpus_distance_rows(corpus, dataset, variant, m, seed)
+    fold (IDF from the fold's training set), as a CORPUS_DISTANCES table (``report``: see
+    :func:`corpus_distance_rows`)."""
+    rows = corpus_distance_rows(corpus, dataset, variant, m, seed, report)
     return pa.table({n: [r[n] for r in rows] for n in CORPUS_DISTANCES.names}).cast(
         CORPUS_DISTANCES
     )
@@ -284,9 +298,11 @@ def ksc_rows(
     corpus_size: int,
     seed: int,
     classes: tuple[str, str] | None = None,
+    report: str | None = None,
 ) -> list[dict]:
     """KSC rows for every method x measure x repetition x corpus pair: K + 1 corpora of
-    ``corpus_size`` documents, R draws (the paper: 15, 5, 50).
+    ``corpus_size`` documents, R draws (the paper: 15, 5, 50). ``report``: the subject
+    of the progress lines in the log (methods done; None: no lines).
 
     Sources are the documents of the two classes with defined distances under every
     method, so all methods see the same corpora; TF-IDF takes its IDF from all
@@ -325,6 +341,9 @@ def ksc_rows(
     draws = [np.searchsorted(used, d) for d in draws]
 
     rows = []
+    progress = Progress(
+        log if report is not None else None, report or "", len(corpus.methods), "methods"
+    )
     for method in corpus.methods:
         dist = method_distances(corpus, method).block(used, used)
         for repetition, corpora in enumerate(draws):
@@ -347,6 +366,8 @@ def ksc_rows(
                             "distance": float(by_measure[measure][i, j]),
                         }
                     )
+        progress.advance()
+    progress.finish()
     _add_standardised(rows)
     return rows
 
@@ -487,11 +508,13 @@ def ksc_results(
     corpus_size: int,
     seed: int,
     classes: tuple[str, str] | None = None,
+    report: str | None = None,
 ) -> pa.Table:
     """The KSC experiment on two classes of one dataset variant (default: the two
-    largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table.
-    :func:`run_ksc_report` draws the figures of every dataset variant in one job."""
-    rows = ksc_rows(corpus, dataset, variant, K, R, corpus_size, seed, classes)
+    largest): K + 1 corpora of ``corpus_size`` documents, R draws, as a KSC table
+    (``report``: see :func:`ksc_rows`). :func:`run_ksc_report` draws the figures of every
+    dataset variant in one job."""
+    rows = ksc_rows(corpus, dataset, variant, K, R, corpus_size, seed, classes, report)
     return pa.table({n: [r[n] for r in rows] for n in KSC.names}).cast(KSC)
 
 

@@ -28,6 +28,7 @@ from scipy.special import logsumexp
 from ..core import io, schemas
 from ..core.coverage import Expected
 from ..core.groups import comparisons, defined_subset
+from ..core.progress import Progress
 from ..core.variant import Variant, tie_key
 from ..distances.factory import method_distances
 from ..reporting.tables import comparison_tables
@@ -404,12 +405,27 @@ def crossmatch_test(dist: np.ndarray, in_first: np.ndarray) -> CrossmatchResult:
 
 
 def crossmatch_rows(
-    corpus: Variant, dataset: str, variant: str, m: int, seed: int, class_fold: int | None = None
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    m: int,
+    seed: int,
+    class_fold: int | None = None,
+    report: str | None = None,
 ) -> list[dict]:
     """CROSSMATCH rows for every method x comparison (:func:`wmdeval.core.groups.comparisons`
-    of up to ``m`` documents per group; the seed paper used 200)."""
+    of up to ``m`` documents per group; the seed paper used 200). ``report``: the subject
+    of the progress lines in the log (matchings of a method and a comparison; None: no
+    lines)."""
     rows = []
-    for number, comparison in enumerate(comparisons(corpus, m, seed, class_fold)):
+    groups = comparisons(corpus, m, seed, class_fold)
+    progress = Progress(
+        log if report is not None else None,
+        report or "",
+        len(groups) * len(corpus.methods),
+        "matchings",
+    )
+    for number, comparison in enumerate(groups):
         pooled = np.concatenate([comparison.first, comparison.second])
         in_first = np.arange(len(pooled)) < len(comparison.first)
         # The matching must not depend on the labels; a matcher that breaks ties by
@@ -428,6 +444,7 @@ def crossmatch_rows(
                     comparison.name,
                     method.name,
                 )
+                progress.advance()  # done: nothing to match
                 continue
             result = crossmatch_test(dist[np.ix_(keep, keep)], first)
             rows.append(
@@ -443,15 +460,23 @@ def crossmatch_rows(
                     "p_value": result.p_value,
                 }
             )
+            progress.advance()
+    progress.finish()
     return rows
 
 
 def crossmatch_results(
-    corpus: Variant, dataset: str, variant: str, m: int, seed: int, class_fold: int | None = None
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    m: int,
+    seed: int,
+    class_fold: int | None = None,
+    report: str | None = None,
 ) -> pa.Table:
     """The CROSSMATCH table of one dataset variant: every method, each pair of classes,
-    and train vs test of each fold."""
-    rows = crossmatch_rows(corpus, dataset, variant, m, seed, class_fold)
+    and train vs test of each fold (``report``: see :func:`crossmatch_rows`)."""
+    rows = crossmatch_rows(corpus, dataset, variant, m, seed, class_fold, report)
     return pa.table({n: [r[n] for r in rows] for n in CROSSMATCH.names}).cast(CROSSMATCH)
 
 

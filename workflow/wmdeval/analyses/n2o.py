@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..core import io, schemas
 from ..core.coverage import Expected, with_method_column
+from ..core.progress import Progress
 from ..core.stats import spearman_rho
 from ..core.variant import Variant
 from ..distances.factory import method_distances
@@ -61,25 +62,36 @@ def sample_queries(test: np.ndarray, queries: int | None, seed: int, fold: int) 
 
 
 def fold_neighbours(
-    corpus: Variant, fold: int, query_pos: np.ndarray, k_max: int
+    corpus: Variant, fold: int, query_pos: np.ndarray, k_max: int, progress: Progress | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per method (paper name): the k_max nearest training documents of every query, as
     indices into the fold's training list (-1: none); and which queries have a defined
     distance to some training document under every method (the others are skipped, so
-    all pairs compare the same queries). TF-IDF takes the IDF of the fold's training list."""
+    all pairs compare the same queries). TF-IDF takes the IDF of the fold's training list.
+    ``progress`` counts the methods done."""
     train = corpus.folds[fold][0]
     neighbours, usable = {}, np.ones(len(query_pos), dtype=bool)
     for method in corpus.methods:
         found = method_distances(corpus, method, fold).nearest(query_pos, train, k_max)
         usable &= found.index[:, 0] >= 0
         neighbours[method.name] = found.index
+        if progress is not None:
+            progress.advance()
     return neighbours, usable
 
 
 def n2o_rows(
-    corpus: Variant, dataset: str, variant: str, ks: Sequence[int], queries: int | None, seed: int
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    ks: Sequence[int],
+    queries: int | None,
+    seed: int,
+    report: str | None = None,
 ) -> list[dict]:
-    """N2O rows (the N2O schema) for every method pair x k x fold."""
+    """N2O rows (the N2O schema) for every method pair x k x fold. ``report``: the
+    subject of the progress lines in the log (each method's neighbours of each fold;
+    None: no lines)."""
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise io.WmdevalError("n2o: k must be a non-empty list of positive integers")
@@ -87,9 +99,15 @@ def n2o_rows(
         raise io.WmdevalError("n2o needs train/test splits")
     names = [m.name for m in corpus.methods]
     rows = []
+    progress = Progress(
+        log if report is not None else None,
+        report or "",
+        len(corpus.folds) * len(names),
+        "folds",
+    )
     for fold, (_, test) in enumerate(corpus.folds):
         query_pos = sample_queries(test, queries, seed, fold)
-        neighbours, usable = fold_neighbours(corpus, fold, query_pos, ks[-1])
+        neighbours, usable = fold_neighbours(corpus, fold, query_pos, ks[-1], progress)
         n_empty = int(np.count_nonzero(~usable))
         if n_empty:
             log.info(
@@ -117,15 +135,23 @@ def n2o_rows(
                         "empty_queries": n_empty,
                     }
                 )
+    progress.finish()
     return rows
 
 
 def n2o_results(
-    corpus: Variant, dataset: str, variant: str, ks: Sequence[int], queries: int | None, seed: int
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    ks: Sequence[int],
+    queries: int | None,
+    seed: int,
+    report: str | None = None,
 ) -> pa.Table:
     """The N2O table of one dataset variant. ``queries``: None = every test document
-    of each fold, else a seeded sample of that many per fold."""
-    rows = n2o_rows(corpus, dataset, variant, ks, queries, seed)
+    of each fold, else a seeded sample of that many per fold; ``report``: see
+    :func:`n2o_rows`."""
+    rows = n2o_rows(corpus, dataset, variant, ks, queries, seed, report)
     return pa.table({name: [r[name] for r in rows] for name in N2O.names}).cast(N2O)
 
 

@@ -33,8 +33,9 @@ from . import corpus_distance, crossmatch, n2o, wmd_vs_bow
 log = logging.getLogger("wmdeval.analyses.per_variant")
 
 #: analysis name (as under ``analyses:`` in the config) -> (results function, schema).
-#: Each function takes (variant data, dataset, variant, seed=..., **settings), the settings
-#: being that analysis's config keys other than ``enabled``.
+#: Each function takes (variant data, dataset, variant, seed=..., report=..., **settings),
+#: the settings being that analysis's config keys other than ``enabled``, ``report`` the
+#: subject of its progress lines in the job's log.
 ANALYSES: dict[str, tuple[Callable[..., pa.Table], pa.Schema]] = {
     "n2o": (n2o.n2o_results, schemas.N2O),
     "crossmatch": (crossmatch.crossmatch_results, schemas.CROSSMATCH),
@@ -93,7 +94,14 @@ def analysis_results(
     for name in names:
         results, _ = ANALYSES[name]
         started = time.process_time()
-        tables[name] = results(corpus, dataset, variant, seed=seed, **settings[name])
+        tables[name] = results(
+            corpus,
+            dataset,
+            variant,
+            seed=seed,
+            report=f"analyses {dataset}/{variant} {name}",
+            **settings[name],
+        )
         log.info(
             "%s/%s %s: %d rows in %.2f s CPU",
             dataset,

@@ -30,6 +30,7 @@ import pyarrow as pa
 from ..core import io, schemas
 from ..core.coverage import Expected, with_method_column
 from ..core.methods import BY_NAME, BY_SLUG
+from ..core.progress import Progress
 from ..core.stats import spearman_rho
 from ..core.variant import Distances, Variant, rank_neighbours
 from ..distances.factory import method_distances
@@ -262,16 +263,24 @@ def comparison_row(
 
 
 def analysis_table(
-    corpus: Variant, dataset: str, variant: str, max_pairs: int, seed: int
+    corpus: Variant,
+    dataset: str,
+    variant: str,
+    max_pairs: int,
+    seed: int,
+    report: str | None = None,
 ) -> pa.Table:
     """WMD_VS_BOW rows for every WMD method of the variant that has a baseline to be
     compared with (WMD, WMD-TF-IDF), in Table 2 order; Spearman's over a seeded sample
-    of at most ``max_pairs`` document pairs."""
-    rows = [
-        comparison_row(corpus, slug, dataset, variant, max_pairs, seed)
-        for slug in COMPARED_WITH
-        if slug in corpus.wmd
-    ]
+    of at most ``max_pairs`` document pairs. ``report``: the subject of the progress
+    lines in the log (methods compared; None: no lines)."""
+    slugs = [slug for slug in COMPARED_WITH if slug in corpus.wmd]
+    progress = Progress(log if report is not None else None, report or "", len(slugs), "methods")
+    rows = []
+    for slug in slugs:
+        rows.append(comparison_row(corpus, slug, dataset, variant, max_pairs, seed))
+        progress.advance()
+    progress.finish()
     return pa.Table.from_pylist(rows, schema=WMD_VS_BOW)
 
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from ..core import io, schemas
 from ..core.methods import WMD_METHODS, Method
+from ..core.progress import Progress
 from ..core.roles import complete_settings, fold_lists, validation_split, validation_splits
 from ..core.variant import Distances, Neighbours, Variant, rank_neighbours, tie_key
 from ..distances.factory import (
@@ -368,6 +369,7 @@ def evaluate_variant(
     variant: str,
     n_jobs: int = 1,
     neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
+    report: str | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """SCORES rows for every method x classifier x fold of one dataset variant, and the
     PREDICTIONS behind them (one row per test document of each).
@@ -380,6 +382,8 @@ def evaluate_variant(
     tables, which give the same scores; a WMD method with neither is skipped. Methods in
     Table 2 order, then PCA WMD by dimension; folds in order; "knn" before "wknn".
     ``n_jobs``: threads of the baseline distances (the scores do not depend on it).
+    ``report``: the subject of the progress lines in the log (folds evaluated, of every
+    method; None: no lines).
     """
     settings = complete_settings(settings)
     data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)
@@ -401,6 +405,12 @@ def evaluate_variant(
 
     dropping = settings["empty_documents"] == "drop"
     rows = []
+    progress = Progress(
+        log if report is not None else None,
+        report or "",
+        len(data.methods) * len(data.folds),
+        "folds",
+    )
     for method in data.methods:
         empty = data.empty(method)
         extra = empty & ~no_words
@@ -415,21 +425,30 @@ def evaluate_variant(
                 _preview(data.doc_ids[extra]),
             )
         distances_for = fold_distances(data, method, data.folds, settings, n_jobs)
-        method_rows = [
-            {"dataset": dataset, "variant": variant, "method": method.name, "fold": fold, **result}
-            for fold, (train_pos, test_pos) in enumerate(data.folds)
-            for result in evaluate_fold(
-                distances_for(fold_lists(train_pos, test_pos, empty, dropping)[0]),
-                y,
-                train_pos,
-                test_pos,
-                settings,
-                with_predictions=True,
-            )
-        ]
+        method_rows = []
+        for fold, (train_pos, test_pos) in enumerate(data.folds):
+            method_rows += [
+                {
+                    "dataset": dataset,
+                    "variant": variant,
+                    "method": method.name,
+                    "fold": fold,
+                    **result,
+                }
+                for result in evaluate_fold(
+                    distances_for(fold_lists(train_pos, test_pos, empty, dropping)[0]),
+                    y,
+                    train_pos,
+                    test_pos,
+                    settings,
+                    with_predictions=True,
+                )
+            ]
+            progress.advance()
         _log_method(f"{dataset}/{variant} {method.name}", method_rows, settings["empty_documents"])
         rows += method_rows
         del distances_for  # its matrix may go before the next method's is read
+    progress.finish()
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
     scores = pa.table(columns).cast(schemas.SCORES)
     return scores, _predictions_table(rows, data)
@@ -507,7 +526,14 @@ def run_evaluate(
         slug: read_neighbour_tables(*paths) for slug, paths in (neighbour_paths or {}).items()
     }
     scores, predictions = evaluate_variant(
-        documents, splits, wmd_matrices, settings, dataset, variant, neighbour_tables=tables
+        documents,
+        splits,
+        wmd_matrices,
+        settings,
+        dataset,
+        variant,
+        neighbour_tables=tables,
+        report=f"evaluate {dataset}/{variant}",
     )
     if predictions_path is not None:
         io.write_table(predictions, predictions_path, schemas.PREDICTIONS)

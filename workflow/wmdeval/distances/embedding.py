@@ -28,6 +28,7 @@ from scipy.spatial.distance import cdist
 
 from ..core import io
 from ..core.methods import BEYOND_METHODS
+from ..core.progress import Progress
 from .wmd import bounds
 from .wmd.blocks import _log_empty
 from .wmd.solver import WmdInputs, _blas, prepare
@@ -49,36 +50,45 @@ ROW_CHUNK = 256
 QUERY_BAND = 512
 
 
-def word_centroid_matrix(inputs: WmdInputs) -> np.ndarray:
+def word_centroid_matrix(inputs: WmdInputs, progress: Progress | None = None) -> np.ndarray:
     """WCD between every two documents, float64 [n, n]: |m_i - m_j| of the weighted mean
     word vectors m (:func:`~wmdeval.distances.wmd.bounds.centroids`). NaN rows and
-    columns for empty documents; diagonal 0 otherwise; exactly symmetric."""
+    columns for empty documents; diagonal 0 otherwise; exactly symmetric. ``progress``:
+    counts the rows (:func:`_spread`)."""
     means = bounds.centroids(inputs)
     # cdist subtracts the vectors (no cancellation of a squared-norm expansion); _spread
     # fills each pair once, so the matrix is symmetric and its diagonal exactly 0.
-    return _spread(np.flatnonzero(~inputs.empty), inputs.n, means, "euclidean")
+    return _spread(np.flatnonzero(~inputs.empty), inputs.n, means, "euclidean", progress)
 
 
-def mean_vector_cosine_matrix(inputs: WmdInputs) -> np.ndarray:
+def mean_vector_cosine_matrix(inputs: WmdInputs, progress: Progress | None = None) -> np.ndarray:
     """Cosine distance 1 - cos(m_i, m_j) between the weighted mean word vectors, float64
     [n, n], clipped to [0, 2]. A document that is empty or whose mean vector is exactly
     zero (its words cancel out) has no direction: a NaN row and column, diagonal
-    included. Diagonal 0 otherwise; exactly symmetric."""
+    included. Diagonal 0 otherwise; exactly symmetric. ``progress``: counts the rows
+    (:func:`_spread`)."""
     means = bounds.centroids(inputs)
     lengths = np.linalg.norm(means, axis=1)  # NaN for an empty document
     has_direction = np.flatnonzero(~inputs.empty & (lengths > 0))
-    matrix = _spread(has_direction, inputs.n, means, "cosine")
+    undirected = int(np.count_nonzero(~inputs.empty)) - len(has_direction)
+    if progress is not None and undirected:  # such a row is done: it stays NaN
+        progress.advance(undirected)
+    matrix = _spread(has_direction, inputs.n, means, "cosine", progress)
     return np.clip(matrix, 0.0, 2.0, out=matrix)  # NaN stays NaN
 
 
-def _spread(keep: np.ndarray, n: int, points: np.ndarray, metric: str) -> np.ndarray:
+def _spread(
+    keep: np.ndarray, n: int, points: np.ndarray, metric: str, progress: Progress | None = None
+) -> np.ndarray:
     """float64 [n, n]: the ``metric`` distance (scipy's) between points[keep] at rows and
     columns ``keep``, NaN elsewhere (diagonal included).
 
     A band of ROW_CHUNK rows at a time against the columns from the band on, mirrored:
     the matrix is exactly symmetric with the values pdist gives (each pair once, the lower
     position first), and the peak is the matrix and a band, not the matrix three times
-    over (pdist's condensed vector and its square; 20 Newsgroups: 7.6 GB, now 3.6)."""
+    over (pdist's condensed vector and its square; 20 Newsgroups: 7.6 GB, now 3.6).
+    ``progress`` counts the rows of ``keep`` done (the first bands are the widest, so its
+    time left is high at first)."""
     matrix = np.full((n, n), np.nan)
     for r0 in range(0, len(keep), ROW_CHUNK):
         rows, columns = keep[r0 : r0 + ROW_CHUNK], keep[r0:]
@@ -86,10 +96,14 @@ def _spread(keep: np.ndarray, n: int, points: np.ndarray, metric: str) -> np.nda
         band[np.arange(len(rows)), np.arange(len(rows))] = 0.0  # as pdist's squareform
         matrix[np.ix_(rows, columns)] = band
         matrix[np.ix_(columns, rows)] = band.T
+        if progress is not None:
+            progress.advance(len(rows))
     return matrix
 
 
-def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
+def relaxed_wmd_matrix(
+    inputs: WmdInputs, threads: int = 1, progress: Progress | None = None
+) -> np.ndarray:
     """RWMD between every two documents, float64 [n, n]: max of the one-sided
     relaxations sum_w a_i(w) min_{v in j} c(w, v) and the same from j to i. NaN rows and
     columns for empty documents; diagonal 0 otherwise.
@@ -110,7 +124,8 @@ def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
     the cost from each of their words to the nearest word of every document, and from
     every word to the nearest word of each of them; then one weighted sum per side.
     Bands are independent tasks for ``threads`` threads, each with one BLAS thread, so
-    no bit of the result depends on ``threads``.
+    no bit of the result depends on ``threads``. ``progress``: counts the documents whose
+    rows are done, a band at a time.
     """
     if threads < 1:
         raise ValueError("threads must be >= 1")
@@ -123,6 +138,8 @@ def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
         lower = bounds.LowerBounds(inputs, band, overlap=False)
         rows = lower.rows(np.arange(len(band)), omr=False, wcd=False)
         matrix[band] = rows
+        if progress is not None:
+            progress.advance(len(band))
 
     bands = [filled[k : k + QUERY_BAND] for k in range(0, len(filled), QUERY_BAND)]
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
@@ -131,16 +148,30 @@ def relaxed_wmd_matrix(inputs: WmdInputs, threads: int = 1) -> np.ndarray:
     return matrix
 
 
-def embedding_matrix(inputs: WmdInputs, method: str, threads: int = 1) -> np.ndarray:
+def embedding_matrix(
+    inputs: WmdInputs, method: str, threads: int = 1, report: str | None = None
+) -> np.ndarray:
     """The ``method`` matrix (one of METHODS) of ``inputs``, float64 [n, n]; ``threads``
-    is used by "rwmd" only. An unknown method is a WmdevalError."""
+    is used by "rwmd" only. An unknown method is a WmdevalError. ``report``: the subject
+    of the progress lines in the log (documents whose rows are done; None: no lines)."""
+    if method not in METHODS:
+        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    # the documents with a row to compute: an empty one's (or a direction-less one's for
+    # the cosine) stays NaN, and these are the rows the functions count
+    progress = Progress(
+        LOG if report is not None else None,
+        report or "",
+        int(np.count_nonzero(~inputs.empty)),
+        "documents",
+    )
     if method == "wcd":
-        return word_centroid_matrix(inputs)
-    if method == "rwmd":
-        return relaxed_wmd_matrix(inputs, threads)
-    if method == "cosine-mean":
-        return mean_vector_cosine_matrix(inputs)
-    raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+        matrix = word_centroid_matrix(inputs, progress)
+    elif method == "rwmd":
+        matrix = relaxed_wmd_matrix(inputs, threads, progress)
+    else:
+        matrix = mean_vector_cosine_matrix(inputs, progress)
+    progress.finish()
+    return matrix
 
 
 __all__ = [
@@ -180,7 +211,7 @@ def run_embedding_matrix(
         raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
     inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
     _log_empty(documents, inputs)
-    matrix = embedding_matrix(inputs, method, threads)
+    matrix = embedding_matrix(inputs, method, threads, report=f"embedding-matrix {method}")
     LOG.info(
         "%s: %d x %d matrix, %d document(s) with NaN rows",
         method,

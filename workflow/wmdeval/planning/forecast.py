@@ -61,6 +61,7 @@ import numpy as np
 
 from ..core import io
 from ..core.errors import WmdevalError
+from ..core.progress import Progress
 from ..core.roles import query_roles
 from ..distances.wmd.pairs import document_work
 from .resources import search_resources
@@ -240,6 +241,7 @@ def measure(
     floors=None,
     settled: np.ndarray | None = None,
     relaxed: bool = False,
+    report: str | None = None,
 ) -> dict:
     """Time the search on a seeded sample of queries and measure its sharing (see the
     module's docstring). ``inputs``: the prepared documents (``solver.prepare``);
@@ -247,7 +249,9 @@ def measure(
     (``search_queries``'s), so the clean variant's forecast counts only what it solves;
     ``floors``: the certified lists it needs not visit (``search_queries``'s), likewise;
     ``settled``: the queries their floors settle (:func:`settled_queries`), which the
-    bounds' set-up leaves out; ``relaxed``: the search lists RWMD too (``search_queries``'s)."""
+    bounds' set-up leaves out; ``relaxed``: the search lists RWMD too (``search_queries``'s);
+    ``report``: the subject of the progress lines in the log of the sample's search and
+    of the sharing checks (None: no lines)."""
     from ..distances.wmd import search
     from ..distances.wmd.bounds import setup_seconds_estimate
     from ..distances.wmd.solver import _blas, wmd_pair
@@ -263,7 +267,9 @@ def measure(
     if len(sampled):
         # untimed: loads (or compiles) the bounds' kernels, as every job does once
         first = int(sampled[0])
-        search.search_queries(inputs, {first: tasks[first]}, threads, known=known, floors=floors)
+        search.search_queries(
+            inputs, {first: tasks[first]}, threads, known=known, floors=floors, report=None
+        )
     # the bounds' set-up, paid once per job: the sample's own, as its search paid it, and
     # the shard of the largest query vocabulary's (the set-up has a fixed part and one
     # growing with it), as a search pays it: CPU of the building thread, with BLAS at
@@ -278,7 +284,16 @@ def measure(
         widest_init = setup_seconds_estimate(inputs, widest)
     stats = search.SearchStats()
     cpu0 = time.process_time()
-    pairs = search.search_queries(inputs, tasks, threads, stats, known, floors, relaxed)[0]
+    pairs = search.search_queries(
+        inputs,
+        tasks,
+        threads,
+        stats,
+        known,
+        floors,
+        relaxed,
+        report=f"{report}: sampled queries" if report is not None else None,
+    )[0]
     cpu = time.process_time() - cpu0
     init = stats.setup_seconds
     per_query = max(cpu - init, 0.0)
@@ -307,10 +322,15 @@ def measure(
         else []
     )
     hits = tried = 0
+    # one line for the checks, not one per check's own search
+    progress = Progress(
+        LOG if report is not None else None, f"{report}: sharing checks", len(checked), "queries"
+    )
     for c in checked:
         found, _ = search.search_queries(
-            inputs, {c: co_tasks[c]}, threads, known=known, floors=floors
+            inputs, {c: co_tasks[c]}, threads, known=known, floors=floors, report=None
         )
+        progress.advance()
         visited = set(
             np.searchsorted(inputs.doc_ids, found.column("candidate").to_numpy()).tolist()
         )
@@ -318,6 +338,7 @@ def measure(
             if other == c:
                 tried += 1
                 hits += q in visited
+    progress.finish()
     eligible_share = len(eligible) / max(len(q_pos), 1)
     reverse_share = hits / tried if tried else 0.0
     # the exact solves' share of the queries' CPU, from a timed sample of the solved
@@ -440,6 +461,7 @@ def run_forecast(
         floors,
         unbounded,
         relaxed,
+        report=f"wmd_forecast {dataset}/{variant}/{method}",
     )
     measured["settled_queries"] = int(len(settled))
     measured["setup_cpu_seconds"] = setup

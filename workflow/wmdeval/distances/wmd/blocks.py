@@ -11,8 +11,7 @@ Stored pairs are positions in the documents' own order, whatever the solve order
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -155,7 +154,7 @@ def run_block(
         threads,
     )
     table = solve_block(
-        ordered, block, n_blocks, threads, progress=_progress_logger(), n_rows=n_rows
+        ordered, block, n_blocks, threads, n_rows=n_rows, report=f"wmd_block {block + 1}/{n_blocks}"
     )
     io.write_table(to_document_positions(table, order), out_path, schemas.WMD_BLOCK)
 
@@ -179,31 +178,6 @@ def _log_empty(documents: pa.Table, inputs: WmdInputs) -> None:
                 ", ".join(map(str, ids[:20])),
                 ", ..." if len(ids) > 20 else "",
             )
-
-
-def _progress_logger() -> Callable[[int, int], None]:
-    started = time.monotonic()
-
-    def report(done: int, total: int) -> None:
-        rate = done / max(time.monotonic() - started, 1e-9)
-        eta = (total - done) / rate if rate > 0 else float("inf")
-        LOG.info(
-            "%d/%d pairs done (%.1f%%), %.0f pairs/s, ETA %s",
-            done,
-            total,
-            100.0 * done / max(total, 1),
-            rate,
-            _duration(eta),
-        )
-
-    return report
-
-
-def _duration(seconds: float) -> str:
-    if not np.isfinite(seconds):
-        return "unknown"
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
 
 
 def run_gather(

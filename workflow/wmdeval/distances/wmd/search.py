@@ -72,6 +72,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core import io, schemas
+from ...core.progress import Progress
 from ...core.roles import QueryRole, candidates_key, query_roles
 from ...core.variant import scalar_tie_key, tie_key
 from .blocks import _log_empty
@@ -299,6 +300,7 @@ def search_queries(
     known: Mapping[int, float] | None = None,
     floors: Mapping[tuple[int, str], float] | None = None,
     relaxed: bool = False,
+    report: str | None = "wmd search",
 ) -> tuple[pa.Table, ...]:
     """Exact top-k of every query of ``tasks`` (positions into ``inputs``, documents in
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
@@ -332,6 +334,10 @@ def search_queries(
     bounds every pair of d with a member of L that the original left unsolved, so for
     the query as d and as a member alike; a known pair keeps its own bound, its
     distance is taken).
+
+    ``report``: the subject of the progress lines in the log (:mod:`wmdeval.core.progress`:
+    queries done of all, their rate, the time left, the exact solves so far and per
+    query), or None for none (a search that is one step of a caller's own loop).
     """
     stats = stats if stats is not None else SearchStats()
     scale = margin_scale(inputs)
@@ -640,6 +646,8 @@ def search_queries(
     if relaxed:  # RWMD's lists need every query's rows
         bounded, needs = queries, np.ones(len(queries), dtype=bool)
     relaxed_results: dict = {}
+    if report is not None:
+        LOG.info("%s: %d queries; setting up their lower bounds", report, len(queries))
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         c0 = time.thread_time()
         # the job's threads share the set-up, which else left all but one idle (20
@@ -649,6 +657,17 @@ def search_queries(
         stats.setup_seconds += setup
         stats.bound_seconds += setup
         means = np.nan_to_num(lower.means)
+        if report is not None:
+            LOG.info("%s: lower bounds set up in %.1f s CPU; searching", report, setup)
+        # counted from here: the set-up above is no query's, and would skew the rate
+        solves0 = stats.solves
+        progress = Progress(
+            LOG if report is not None else None,
+            report or "",
+            len(queries),
+            "queries",
+            detail=lambda done: _solves_text(stats.solves - solves0, done),
+        )
 
         def searched(r0: int) -> None:
             # the cheap bound rows of a few queries, then their searches: one task of
@@ -668,14 +687,24 @@ def search_queries(
             for q, want in zip(block.tolist(), wanted.tolist(), strict=True):
                 row = next(rows) if want else None
                 one_query(q, None if q in settled else row)  # a settled query has no use
+                progress.advance()
 
         # list(): re-raises a worker's exception
         list(pool.map(searched, range(0, len(queries), BOUND_ROWS)))
+    progress.finish()
     stats.queries += len(queries)
     stats.search_seconds += time.perf_counter() - started
     if relaxed:
         return (*_tables(inputs, results), *_tables(inputs, relaxed_results))
     return _tables(inputs, results)
+
+
+def _solves_text(solves: int, queries: int) -> str:
+    """The search's part of a progress line: solves so far, and per query done (the
+    queries running now have solved some of theirs, so this is a little high at first)."""
+    if not queries:
+        return f"{solves:,} solves"
+    return f"{solves:,} solves, {solves / queries:.1f} per query"
 
 
 def relaxed_lists(
@@ -764,11 +793,12 @@ def search_shard(
     known: Mapping[int, float] | None = None,
     floors: Mapping[tuple[int, str], float] | None = None,
     relaxed: bool = False,
+    report: str | None = "wmd search",
 ) -> tuple[pa.Table, ...]:
     """The neighbour tables of query shard ``shard`` (0-based) of ``n_shards``: the
     query roles of ``folds`` under the evaluation ``settings``, with the documents
-    empty under this method's weighting; ``known``, ``floors``, ``relaxed``: see
-    :func:`search_queries`."""
+    empty under this method's weighting; ``known``, ``floors``, ``relaxed``, ``report``:
+    see :func:`search_queries`."""
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} is not in 0..{n_shards - 1}")
     roles = query_roles(folds, inputs.empty, settings)
@@ -779,7 +809,7 @@ def search_shard(
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
     tasks = query_tasks(roles, inputs.empty, mine)
-    return search_queries(inputs, tasks, threads, stats, known, floors, relaxed)
+    return search_queries(inputs, tasks, threads, stats, known, floors, relaxed, report)
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
@@ -907,7 +937,17 @@ def run_search(
     _log_empty(documents, inputs)
     stats = SearchStats()
     tables = search_shard(
-        inputs, folds, settings, shard, n_shards, threads, stats, known, floors, relaxed
+        inputs,
+        folds,
+        settings,
+        shard,
+        n_shards,
+        threads,
+        stats,
+        known,
+        floors,
+        relaxed,
+        report=f"wmd_search shard {shard + 1}/{n_shards}",
     )
     io.write_table(tables[0], out_pairs, schemas.NEIGHBOUR_PAIRS)
     io.write_table(tables[1], out_certificates, schemas.NEIGHBOUR_CERTIFICATES)

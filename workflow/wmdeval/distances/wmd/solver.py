@@ -19,8 +19,8 @@ the full mode and by the kNN search alike (see :func:`_solve_row` for why).
 from __future__ import annotations
 
 import functools
+import logging
 import threading
-from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -32,8 +32,12 @@ from ot.lp.emd_wrap import emd_c
 from threadpoolctl import ThreadpoolController
 
 from ...core import io, schemas
+from ...core.progress import Progress
 from .compiled import _finish_costs, _residual
 from .pairs import plan_blocks, row_segments
+
+# The package's name, as the blocks and the search log under.
+LOG = logging.getLogger("wmdeval.distances.wmd")
 
 #: Network-simplex iteration cap; far above what documents of a few hundred words need.
 MAX_ITER = 1_000_000
@@ -44,9 +48,6 @@ _FAILURES = {
     2: "unbounded",
     3: "iteration limit reached before optimality",
 }
-
-#: Seconds between two progress reports of solve_block.
-PROGRESS_SECONDS = 30.0
 
 #: Weightings of :func:`prepare` -> the ground cost between their words.
 GROUND_COSTS = {"bow": "euclidean", "tfidf": "euclidean", "wrd": "cosine"}
@@ -449,8 +450,8 @@ def solve_block(
     block: int,
     n_blocks: int,
     threads: int = 1,
-    progress: Callable[[int, int], None] | None = None,
     n_rows: int | None = None,
+    report: str | None = "wmd block",
 ) -> pa.Table:
     """WMD of the pairs of block ``block`` (0-based) of ``n_blocks``: a WMD_BLOCK table.
 
@@ -460,7 +461,8 @@ def solve_block(
     ``distance`` float64, NaN where a document is empty. Rows of the pair grid are
     independent tasks for ``threads`` worker threads (the network simplex runs without
     the GIL); results do not depend on the thread count, nor on the block layout.
-    ``progress(pairs_done, pairs_total)`` is called every PROGRESS_SECONDS and at the end.
+    ``report``: the subject of the progress lines in the log (pairs done of the block's,
+    their rate, the time left; :mod:`wmdeval.core.progress`), or None for none.
     """
     if not 0 <= block < n_blocks:
         raise ValueError(f"block {block} is not in 0..{n_blocks - 1}")
@@ -476,15 +478,20 @@ def solve_block(
         i_out[offset : offset + j1 - j0] = i
         j_out[offset : offset + j1 - j0] = np.arange(j0, j1)
 
-    done = [0] * len(segments)  # pairs finished per segment; each slot has one writer
     # Set when solving stops early (an error, Ctrl-C): running rows return after their
     # current pair instead of the pool finishing every row before the job can end.
     stop = threading.Event()
+    progress = Progress(LOG if report is not None else None, report or "", n_pairs, "pairs")
 
     def work(k: int) -> None:
         i, j0, j1, offset = segments[k]
         out = d_out[offset : offset + j1 - j0]
-        _solve_row(inputs, i, j0, j1, out, done, k, stop)
+        _solve_row(inputs, i, j0, j1, out, stop)
+        # counted by row, not by pair: a row of pairs takes far longer than the count,
+        # and a 20 Newsgroups row (18,846 pairs) ten-odd seconds, well within a line's
+        # interval. A row cut short by `stop` is not done: a failing job says no more.
+        if not stop.is_set():
+            progress.advance(j1 - j0)
 
     # One BLAS thread: parallelism comes from our threads, and the pairs' matrix products
     # then take the same code path whatever the job's environment says (the search
@@ -493,21 +500,16 @@ def solve_block(
         pending = {pool.submit(work, k) for k in range(len(segments))}
         try:
             while pending:
-                finished, pending = wait(
-                    pending, timeout=PROGRESS_SECONDS, return_when=FIRST_EXCEPTION
-                )
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in finished:
                     if future.exception() is not None:
                         raise future.exception()
-                if progress is not None and pending:
-                    progress(sum(done), n_pairs)
         except BaseException:
             stop.set()
             for future in pending:
                 future.cancel()
             raise
-    if progress is not None:
-        progress(n_pairs, n_pairs)
+    progress.finish()
     return pa.table({"i": i_out, "j": j_out, "distance": d_out}, schema=schemas.WMD_BLOCK)
 
 
@@ -523,8 +525,6 @@ def _solve_row(
     j0: int,
     j1: int,
     out: np.ndarray,
-    done: list[int],
-    slot: int,
     stop: threading.Event | None = None,
 ) -> None:
     """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set).
@@ -539,4 +539,3 @@ def _solve_row(
         if stop is not None and stop.is_set():
             return
         out[k] = wmd_pair(inputs, i, j)
-        done[slot] = k + 1
