@@ -10,7 +10,7 @@ next to this script. Logs and benchmark timings are left out: they hold times.
     python benchmarks/demo_identity.py --results /path/to/results   # compare a finished run
 
 A refactoring that claims "behaviour unchanged" must leave every line identical.
-tests/test_workflow.py checks the per-dataset part of the same manifest on its e2e run.
+tests/test_workflow.py checks the whole manifest on its run of the demo as shipped.
 
 The recorded bytes are those of OpenBLAS's Haswell (AVX2) kernels, which the workflow's
 jobs use by default on x86-64 (config ``blas_kernels``): OpenBLAS picks its kernels by

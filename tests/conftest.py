@@ -3,6 +3,9 @@
 # its own products with a workflow run's (a matrix solved again in other blocks, say)
 # must compare like with like, whatever kernels OpenBLAS would pick for this CPU.
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 from wmdeval.core.config import defaults
 from wmdeval.planning.environment import job_environment
@@ -29,3 +32,62 @@ def make_documents():
 
 def table_rows(table: pa.Table) -> list[dict]:
     return table.to_pylist()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
+def pytest_collection_modifyitems(items):
+    """pytest-xdist (``--dist loadgroup``) runs a group's tests on one worker. The tests of a
+    module that share a module-scoped fixture (a workflow run, a fresh virtual environment,
+    a corpus built once) form one group, so that the fixture is built once, not once on
+    every worker that happens to run one of them. Other tests spread over the workers."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
+        if scopes & {"module", "package", "session"}:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_configure(config):
+    """The controller (or the only process) opens the directory where every worker's
+    Snakemake runs note the rules they ran (workflow_helpers.record_rules)."""
+    from workflow_helpers import RULES_RUN
+
+    if not hasattr(config, "workerinput"):  # not a pytest-xdist worker
+        os.environ[RULES_RUN] = tempfile.mkdtemp(prefix="wmdeval-rules-run-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every rule of the workflow runs in at least one end-to-end test. Checked once the
+    whole suite (the README's `pytest`, nothing selected) has passed: a rule that no test's
+    Snakemake run executed fails the session, named."""
+    from workflow_helpers import RULES_RUN, recorded_rules, rule_names
+
+    config = session.config
+    directory = os.environ.get(RULES_RUN)
+    whole_suite = (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.option.keyword
+        and not config.option.markexpr
+        and not config.option.lf
+        and not getattr(config.option, "deselect", None)
+    )
+    try:
+        if hasattr(config, "workerinput") or exitstatus != 0 or not whole_suite:
+            return
+        missing = rule_names() - recorded_rules(Path(directory))
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if missing:
+            reporter.write_line(
+                f"FAILED: no end-to-end test ran the rules {', '.join(sorted(missing))}",
+                red=True,
+            )
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        else:
+            reporter.write_line("every rule of the workflow ran in an end-to-end test")
+    finally:
+        if directory and not hasattr(config, "workerinput"):
+            shutil.rmtree(directory, ignore_errors=True)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from workflow_helpers import record_rules
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "slurm"
@@ -139,6 +140,7 @@ def snakemake(workdir: Path, *args: str) -> tuple[subprocess.CompletedProcess, f
     run = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60
     )
+    record_rules(run)
     return run, time.monotonic() - started
 
 

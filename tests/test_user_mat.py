@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from scipy.io import savemat
+from workflow_helpers import record_rules
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = [f"w{k}" for k in range(60)]
@@ -45,7 +46,7 @@ def snakemake_elsewhere(workdir: Path, config: dict, *args: str) -> subprocess.C
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2"]
-    return subprocess.run(
+    run = subprocess.run(
         [*command, *args, "--configfile", "my.yaml"],
         cwd=workdir,
         env=env,
@@ -53,6 +54,8 @@ def snakemake_elsewhere(workdir: Path, config: dict, *args: str) -> subprocess.C
         text=True,
         timeout=1800,
     )
+    record_rules(run)
+    return run
 
 
 def mat_only_config() -> dict:

@@ -1,0 +1,110 @@
+"""What the end-to-end tests share: a copy of the workflow in a temporary directory, and
+``snakemake --cores 2`` run there in a clean environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+STATISTICS = REPO / "docs" / "statistics.md"
+#: What a workflow directory needs of the repository (profiles: for --profile runs).
+WORKFLOW_PARTS = ("workflow/rules", "workflow/report", "config", "envs", "profiles")
+
+
+def copy_workflow(workdir: Path) -> Path:
+    """The Snakefile, rules, report captions, configs, envs and profiles, in ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "Snakefile", workdir)
+    for part in WORKFLOW_PARTS:
+        shutil.copytree(REPO / part, workdir / part)
+    return workdir
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", *args]
+    if "--cores" not in args:
+        command += ["--cores", "2"]
+    bin_dir = str(Path(sys.executable).parent)
+    # no OPENBLAS_CORETYPE here: the workflow pins every job's kernels itself (config
+    # blas_kernels), and test_demo_outputs_are_the_recorded_bytes checks the bytes of its
+    # default (Haswell) kernels
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir)}
+    run = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200
+    )
+    record_rules(run)
+    return run
+
+
+# ------------------------------------------------- every rule runs in some end-to-end test
+#: The directory where each successful Snakemake run of the suite leaves the names of the
+#: rules whose jobs it ran; set by tests/conftest.py for the whole session (all workers).
+RULES_RUN = "WMDEVAL_TEST_RULES_RUN"
+#: A job's header in Snakemake's log: "rule NAME:", "localrule NAME:" or "checkpoint NAME:".
+_JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
+
+
+def executed_rules(log: str) -> set[str]:
+    """The rules whose jobs a (real, not dry) Snakemake run's log shows."""
+    return set(_JOB_HEADER.findall(log))
+
+
+def record_rules(run: subprocess.CompletedProcess) -> None:
+    """Note the rules a successful real run executed (a dry run plans, it runs nothing)."""
+    directory = os.environ.get(RULES_RUN)
+    dry = {"-n", "--dry-run", "--dryrun"} & set(run.args)
+    if directory is None or dry or run.returncode != 0:
+        return
+    rules = executed_rules(run.stdout + run.stderr)
+    if rules:
+        Path(directory, f"{uuid.uuid4().hex}.txt").write_text("\n".join(sorted(rules)) + "\n")
+
+
+def recorded_rules(directory: Path) -> set[str]:
+    return {rule for path in directory.glob("*.txt") for rule in path.read_text().split()}
+
+
+def rule_names() -> set[str]:
+    """Every rule of the workflow, as ``snakemake --list-rules`` names them."""
+    workdir = Path(tempfile.mkdtemp(prefix="wmdeval-rules-"))
+    try:
+        copy_workflow(workdir)
+        listing = subprocess.run(
+            [sys.executable, "-m", "snakemake", "--list-rules"],
+            cwd=workdir,
+            env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(workdir)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return set(listing.stdout.split())
+
+
+def job_counts(run: subprocess.CompletedProcess, rules: tuple[str, ...] = ()) -> dict[str, str]:
+    """A dry run's job-stats rows "<rule> <count>" (of ``rules`` if given): the Reasons
+    section also names rules, so only two-word lines ending in a number count."""
+    rows = [line.split() for line in (run.stdout + run.stderr).splitlines()]
+    return {
+        row[0]: row[1]
+        for row in rows
+        if len(row) == 2 and row[1].isdigit() and (not rules or row[0] in rules)
+    }
+
+
+def readme_block(name: str, page: Path = README) -> str:
+    """The README's (or ``page``'s) text between ``<!-- name -->`` and ``<!-- /name -->``."""
+    text = page.read_text(encoding="utf-8")
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    assert start in text and end in text, f"{page.name} lacks the {name} markers"
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
