@@ -34,21 +34,12 @@ def table_rows(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
 def pytest_collection_modifyitems(items):
-    """pytest-xdist (``--dist loadgroup``) runs a group's tests on one worker. The tests of a
-    module that share a module-scoped fixture (a workflow run, a fresh virtual environment,
-    a corpus built once) form one group, so that the fixture is built once, not once on
-    every worker that happens to run one of them. Other tests spread over the workers."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
-        if scopes & {"module", "package", "session"}:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    """The whole workflow's runs first. pytest-xdist (``--dist loadfile``) hands each test
+    file to one worker, so a file's module-scoped fixture (a workflow run) is built once;
+    handing out the files that run whole workflows before the quick ones keeps the slowest
+    chain of work from starting last."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)  # stable: file order
 
 
 def pytest_configure(config):
@@ -72,8 +63,9 @@ def pytest_sessionfinish(session, exitstatus):
         config.args_source == pytest.Config.ArgsSource.TESTPATHS
         and not config.option.keyword
         and not config.option.markexpr
-        and not config.option.lf
+        and not getattr(config.option, "lf", False)
         and not getattr(config.option, "deselect", None)
+        and not config.option.collectonly
     )
     try:
         if hasattr(config, "workerinput") or exitstatus != 0 or not whole_suite:

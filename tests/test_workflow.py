@@ -22,8 +22,8 @@ from workflow_helpers import REPO, STATISTICS, copy_workflow, job_counts, readme
 from wmdeval.core import io as wio
 from wmdeval.core.methods import BEYOND_METHODS, METHODS
 
-# one worker of pytest-xdist runs every test of this group: the demo runs once
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workflow_demo")]
+# pytest-xdist runs a file's tests on one worker (--dist loadfile): the runs happen once
+pytestmark = pytest.mark.e2e
 CONFIG = ("--configfile", "config/config.yaml")
 
 

@@ -25,8 +25,8 @@ from workflow_helpers import copy_workflow, job_counts, readme_block, snakemake
 from wmdeval.core import io as wio
 from wmdeval.core.methods import BEYOND_METHODS, METHODS
 
-# one worker of pytest-xdist runs every test of this group: the runs below happen once
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workflow_small")]
+# pytest-xdist runs a file's tests on one worker (--dist loadfile): the runs happen once
+pytestmark = pytest.mark.e2e
 
 TOY_ROWS = [
     ("the rocket launch reached orbit", "space", "train"),
