@@ -92,13 +92,16 @@ def rule_names() -> set[str]:
 
 
 def job_counts(run: subprocess.CompletedProcess, rules: tuple[str, ...] = ()) -> dict[str, str]:
-    """A dry run's job-stats rows "<rule> <count>" (of ``rules`` if given): the Reasons
-    section also names rules, so only two-word lines ending in a number count."""
-    rows = [line.split() for line in (run.stdout + run.stderr).splitlines()]
+    """A dry run's "Job stats" table as {rule: count} (of ``rules`` if given), without the
+    total; {} when nothing is planned."""
+    log = run.stdout + run.stderr
+    if "Job stats:" not in log:
+        return {}
+    table = log.split("Job stats:", 1)[1].split("\n\n", 1)[0]
     return {
-        row[0]: row[1]
-        for row in rows
-        if len(row) == 2 and row[1].isdigit() and (not rules or row[0] in rules)
+        rule: count
+        for rule, count in re.findall(r"^(\w+)\s+(\d+)\s*$", table, re.M)
+        if rule != "total" and (not rules or rule in rules)
     }
 
 
