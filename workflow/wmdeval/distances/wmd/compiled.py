@@ -310,13 +310,20 @@ def _row_problems(
         s, t, c = at_s[p], at_t[p], at_c[p]
         left_s[s : s + len(a)] = a
         left_t[t : t + len(b)] = b
-        for x in range(len(keep_s)):
-            for y in range(len(keep_t)):
-                if i_source:
-                    value = table[keep_s[x], column[rows_t[keep_t[y]]]]
-                else:
-                    value = table[keep_t[y], column[rows_s[keep_s[x]]]]
-                costs[c + x * len(keep_t) + y] = value
+        size_t = len(keep_t)
+        if i_source:  # rows of `table` by the source's words, columns by the target's
+            columns = np.empty(size_t, dtype=np.int64)
+            for y in range(size_t):
+                columns[y] = column[rows_t[keep_t[y]]]
+            for x in range(len(keep_s)):
+                line = table[keep_s[x]]
+                for y in range(size_t):
+                    costs[c + x * size_t + y] = line[columns[y]]
+        else:  # the transpose: rows by the target's words (i's), columns by the source's
+            for x in range(len(keep_s)):
+                at = column[rows_s[keep_s[x]]]
+                for y in range(size_t):
+                    costs[c + x * size_t + y] = table[keep_t[y], at]
         at_s[p + 1] = s + len(a)
         at_t[p + 1] = t + len(b)
         at_c[p + 1] = c + len(a) * len(b)
