@@ -487,9 +487,9 @@ def solve_block(
         out = d_out[offset : offset + j1 - j0]
         _solve_row(inputs, i, j0, j1, out, done, k, stop, flat_weights)
 
-    # One BLAS thread: parallelism comes from our threads, and the pairs' matrix products
-    # then take the same code path whatever the job's environment says (the search
-    # solves its pairs under the same limit).
+    # One BLAS thread: parallelism comes from our threads (the pairs' costs come from
+    # the compiled kernel, not BLAS; the limit keeps any product on one thread, as the
+    # search's do).
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         pending = {pool.submit(work, k) for k in range(len(segments))}
         try:
