@@ -745,3 +745,27 @@ def test_pair_costs_kernel_is_exact_on_the_same_word_symmetric_and_shape_free(co
         words_b = rng.choice(60, rng.integers(1, 30), replace=False).astype(np.int64)
         part = compiled._pair_costs(vectors, words_a, words_b, cosine)
         assert part.tobytes() == np.ascontiguousarray(every[np.ix_(words_a, words_b)]).tobytes()
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+def test_a_block_row_states_each_pair_as_wmd_pair_does(weighting, monkeypatch):
+    # a solve order that is not the doc_id order (so a row's document is now the source,
+    # now the target of its pairs), a duplicate, an empty document and rows cut into
+    # chunks of a few pairs: every distance is wmd_pair's, bit for bit
+    docs, emb = random_corpus(11, 36, n_words=18, dim=9, max_len=10)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[5] = dict(bags[2])
+    bags[9] = {}
+    inputs = solver.prepare(documents(bags), emb, weighting)
+    order = np.random.default_rng(1).permutation(inputs.n)
+    ordered = solver.reorder(inputs, order)
+    monkeypatch.setattr(solver, "ROW_ENTRIES", 300)  # about three pairs a chunk
+    (table,) = block_tables(ordered, 1)
+    got = upper_pairs(table)
+    for (i, j), value in got.items():
+        want = solver.wmd_pair(ordered, i, j)
+        assert np.isnan(want) if np.isnan(value) else value == want, (i, j)
+    assert sum(np.isnan(v) for v in got.values()) == inputs.n - 1
+    twins = np.flatnonzero(np.isin(order, [2, 5]))
+    assert got[tuple(twins)] == 0.0
