@@ -769,3 +769,10 @@ def test_a_block_row_states_each_pair_as_wmd_pair_does(weighting, monkeypatch):
     assert sum(np.isnan(v) for v in got.values()) == inputs.n - 1
     twins = np.flatnonzero(np.isin(order, [2, 5]))
     assert got[tuple(twins)] == 0.0
+
+
+def test_block_jobs_declare_the_memory_of_a_threads_row_of_problems():
+    from wmdeval.planning import resources
+
+    # the costs and the table they are read from, ROW_ENTRIES float64 entries each at most
+    assert resources.ROW_MB * 1e6 >= 2 * 8 * solver.ROW_ENTRIES
