@@ -28,9 +28,10 @@ any transport plan T: sum T_ij |u_i - v_j|^2 / 2 >= |sum T_ij (u_i - v_j)|^2 / 2
 |mean_a - mean_b|^2 / 2), see :func:`centroid_bound`.
 
 Both bounds hold exactly in real arithmetic; in floating point they may exceed the
-solver's WMD by rounding (word distances come from the same squared-norm expansion,
-computed in matrices of other shapes). :func:`safety_margin` is how far a bound must
-lie above a distance before the search may trust the bound.
+solver's WMD by rounding (their word distances come from the squared-norm expansion of
+matrix products, in float32, where the solver's come from fixed-order sums in float64).
+:func:`safety_margin` is how far a bound must lie above a distance before the search may
+trust the bound.
 """
 
 from __future__ import annotations
