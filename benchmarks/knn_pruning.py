@@ -228,21 +228,23 @@ def run_knn(inputs: solver.WmdInputs, splits: pa.Table, threads: int):
 
 
 def full_cpu_estimate(inputs: solver.WmdInputs, n_pairs: int, seed: int, threads: int) -> float:
-    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, each
-    pair of a row with :func:`solver.wmd_pair`), from a timed random sample: ``n_pairs``
-    pairs in runs of 500 from random rows, spread over ``threads`` threads as the knn run
-    is (so both pay the same contention for the machine's cores). Each thread's own CPU
-    clock times its work."""
+    """CPU seconds of the full matrix, solved the full mode's way (one BLAS thread, a
+    row's pairs by :func:`solver._solve_row`, wmd_pair's distances), from a timed random
+    sample: ``n_pairs`` pairs in runs of 500 from random rows, spread over ``threads``
+    threads as the knn run is (so both pay the same contention for the machine's cores).
+    Each thread's own CPU clock times its work."""
     rng = np.random.default_rng(seed)
     n, run = inputs.n, 500
     rows = rng.choice(n - run - 1, n_pairs // run, replace=False).tolist()
     starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
 
+    flat_weights = solver._flat_weights(inputs)  # as a block job computes it, once
+
     def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
         out = np.empty(run)
         t0 = time.thread_time()
-        solver._solve_row(inputs, i, j0, j0 + run, out)
+        solver._solve_row(inputs, i, j0, j0 + run, out, flat_weights=flat_weights)
         return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
@@ -259,11 +261,13 @@ def pair_seconds(inputs: solver.WmdInputs, n_rows: int, n_pairs: int, seed: int,
     rows = rng.choice(min(n_rows, n - run - 1), n_pairs // run, replace=False).tolist()
     starts = [int(rng.integers(i + 1, n - run + 1)) for i in rows]
 
+    flat_weights = solver._flat_weights(inputs)  # as a block job computes it, once
+
     def timed_row(task: tuple[int, int]) -> float:
         i, j0 = task
         out = np.empty(run)
         t0 = time.thread_time()
-        solver._solve_row(inputs, i, j0, j0 + run, out)
+        solver._solve_row(inputs, i, j0, j0 + run, out, flat_weights=flat_weights)
         return (time.thread_time() - t0) / run
 
     with solver._blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:

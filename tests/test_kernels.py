@@ -33,8 +33,8 @@ print(json.dumps({{
     for name, k in (
         ("transfers", bounds._transfers),
         ("dual", bounds._dual_kernel),
-        ("residual", compiled._residual),
-        ("costs", compiled._finish_costs),
+        ("problem", compiled._pair_problem),
+        ("costs", compiled._pair_costs),
     )
 }}))
 """

@@ -75,7 +75,9 @@ def test_block_runtime_is_the_work_of_every_pair_in_a_plain_loop(tmp_path):
     for n_blocks, threads in ((1, 1), (3, 1), (3, 4)):
         seconds = units * pairs.SECONDS_PER_UNIT / n_blocks / max(0.9 * threads, 1.0)
         expected = {
-            "mem_mb": math.ceil(400 + 40 * n_pairs / n_blocks / 1e6 + 30 * size_mb),
+            "mem_mb": math.ceil(
+                400 + 40 * n_pairs / n_blocks / 1e6 + 30 * size_mb + threads * resources.ROW_MB
+            ),
             "runtime": math.ceil(5 + 3 * seconds / 60),
         }
         assert resources.block_resources(path, n_blocks, threads) == expected

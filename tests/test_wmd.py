@@ -170,10 +170,11 @@ def test_shared_mass_reduction_gives_emd2_of_the_full_problem(weighting, seed):
 
 
 @pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
-def test_compiled_solve_steps_are_the_numpy_ones_bit_for_bit(weighting):
+def test_compiled_solve_steps_are_the_numpy_ones(weighting):
     # solve_pair's compiled steps against what they replace: np.intersect1d and
-    # residual_problem for the shared mass, word_costs and a same-word mask for the
-    # costs. Any bit apart would change every stored distance.
+    # residual_problem for the shared mass (bit for bit: any bit apart would change every
+    # stored distance), word_costs' expansion and a same-word mask for the costs (within
+    # float64 rounding: the kernel sums each cost over the dimensions in its own order)
     docs, emb = random_corpus(5, 40, n_words=16, dim=7, max_len=12)
     inputs = solver.prepare(docs, emb, weighting)
     shared = 0
@@ -187,7 +188,7 @@ def test_compiled_solve_steps_are_the_numpy_ones_bit_for_bit(weighting):
             )
             want[rows_i[:, None] == rows_j[None, :]] = 0.0
             got = solver.cost_matrix(inputs, rows_i, rows_j)
-            assert got.tobytes() == want.tobytes()
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
             _, shared_a, shared_b = np.intersect1d(
                 rows_i, rows_j, assume_unique=True, return_indices=True
             )
@@ -196,6 +197,17 @@ def test_compiled_solve_steps_are_the_numpy_ones_bit_for_bit(weighting):
             got = compiled._residual(rows_i, rows_j, a, b)
             for x, y in zip(got, want, strict=True):
                 assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+            # both steps in one call: the same bits as each alone
+            metric = weighting != "wrd"
+            *left, cost = compiled._pair_problem(
+                inputs.vectors, rows_i, rows_j, a, b, metric, not metric
+            )
+            if metric:
+                for x, y in zip(left, got, strict=True):
+                    assert x.tobytes() == y.tobytes()
+            keep_a, keep_b = left[2], left[3]
+            alone = solver.cost_matrix(inputs, rows_i[keep_a], rows_j[keep_b])
+            assert cost.tobytes() == alone.tobytes()
     assert shared > 1000  # most pairs share words
 
 
@@ -669,3 +681,101 @@ def test_five_fold_splits_keep_every_pair():
     assert n_rows == 10 and np.array_equal(order, np.arange(10))
     order, n_rows = pairs.solve_order(ids, one_fold_splits(ids, {0, 3}))
     assert n_rows == 8 and order[:8].tolist() == [1, 2, 4, 5, 6, 7, 8, 9]
+
+
+def plain_costs(vectors, words_a, words_b, cosine):
+    """The ground costs by a plain float64 loop, one word pair and one dimension at a time."""
+    out = np.empty((len(words_a), len(words_b)))
+    for i, a in enumerate(words_a):
+        for j, b in enumerate(words_b):
+            total = 0.0
+            for x, y in zip(vectors[a].tolist(), vectors[b].tolist(), strict=True):
+                total += x * y if cosine else (x - y) * (x - y)
+            out[i, j] = max(1.0 - total, 0.0) if cosine else math.sqrt(total)
+            if a == b:
+                out[i, j] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+@pytest.mark.parametrize("dim", [1, 3, 4, 7, 50, 301])
+def test_pair_costs_kernel_is_a_plain_loop_and_the_expansion(cosine, dim):
+    # odd and even word counts, a dimension count that leaves a remainder of the kernel's
+    # passes of four, documents sharing words, and an empty side
+    rng = np.random.default_rng(dim)
+    vectors = rng.standard_normal((40, dim))
+    if cosine:
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sq = np.einsum("ij,ij->i", vectors, vectors)
+    for n, m in ((1, 1), (3, 10), (9, 17), (12, 0), (25, 24)):
+        words_a = rng.choice(40, n, replace=False).astype(np.int64)
+        words_b = rng.choice(40, m, replace=False).astype(np.int64)
+        got = compiled._pair_costs(vectors, words_a, words_b, cosine)
+        assert got.shape == (n, m) and got.flags.c_contiguous
+        plain = plain_costs(vectors, words_a, words_b, cosine)
+        np.testing.assert_allclose(got, plain, rtol=1e-12, atol=1e-15)
+        expansion = solver.word_costs(
+            "cosine" if cosine else "euclidean",
+            vectors[words_a] @ vectors[words_b].T,
+            sq[words_a],
+            sq[words_b],
+        )
+        expansion[words_a[:, None] == words_b[None, :]] = 0.0
+        np.testing.assert_allclose(got, expansion, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+def test_pair_costs_kernel_is_exact_on_the_same_word_symmetric_and_shape_free(cosine):
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((60, 300))
+    if cosine:
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[59] = vectors[58]  # two words, one vector
+    words = np.arange(60, dtype=np.int64)
+    every = compiled._pair_costs(vectors, words, words, cosine)
+    assert (np.diagonal(every) == 0.0).all()  # exactly, not ~1e-8
+    apart = ~np.eye(60, dtype=bool)
+    apart[58, 59] = apart[59, 58] = False
+    assert (every[apart] > 0).all()
+    if not cosine:  # the same vector: no difference to sum
+        assert every[58, 59] == every[59, 58] == 0.0
+    # cost(a, b) == cost(b, a) bit for bit
+    assert every.tobytes() == np.ascontiguousarray(every.T).tobytes()
+    # an entry's bits do not depend on the matrix it is computed in: its shape, its
+    # other words, its row's or column's place there (both modes rely on it)
+    for _ in range(30):
+        words_a = rng.choice(60, rng.integers(1, 14), replace=False).astype(np.int64)
+        words_b = rng.choice(60, rng.integers(1, 30), replace=False).astype(np.int64)
+        part = compiled._pair_costs(vectors, words_a, words_b, cosine)
+        assert part.tobytes() == np.ascontiguousarray(every[np.ix_(words_a, words_b)]).tobytes()
+
+
+@pytest.mark.parametrize("weighting", ["bow", "tfidf", "wrd"])
+def test_a_block_row_states_each_pair_as_wmd_pair_does(weighting, monkeypatch):
+    # a solve order that is not the doc_id order (so a row's document is now the source,
+    # now the target of its pairs), a duplicate, an empty document and rows cut into
+    # chunks of a few pairs: every distance is wmd_pair's, bit for bit
+    docs, emb = random_corpus(11, 36, n_words=18, dim=9, max_len=10)
+    rows = docs.to_pylist()
+    bags = [dict(zip(r["words"], r["counts"], strict=True)) for r in rows]
+    bags[5] = dict(bags[2])
+    bags[9] = {}
+    inputs = solver.prepare(documents(bags), emb, weighting)
+    order = np.random.default_rng(1).permutation(inputs.n)
+    ordered = solver.reorder(inputs, order)
+    monkeypatch.setattr(solver, "ROW_ENTRIES", 300)  # about three pairs a chunk
+    (table,) = block_tables(ordered, 1)
+    got = upper_pairs(table)
+    for (i, j), value in got.items():
+        want = solver.wmd_pair(ordered, i, j)
+        assert np.isnan(want) if np.isnan(value) else value == want, (i, j)
+    assert sum(np.isnan(v) for v in got.values()) == inputs.n - 1
+    twins = np.flatnonzero(np.isin(order, [2, 5]))
+    assert got[tuple(twins)] == 0.0
+
+
+def test_block_jobs_declare_the_memory_of_a_threads_row_of_problems():
+    from wmdeval.planning import resources
+
+    # the costs and the table they are read from, ROW_ENTRIES float64 entries each at most
+    assert resources.ROW_MB * 1e6 >= 2 * 8 * solver.ROW_ENTRIES

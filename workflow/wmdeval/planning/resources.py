@@ -35,6 +35,12 @@ def _file_mb(path) -> float:
         return 0.0
 
 
+#: Memory (MB) of one thread's row of problems in a block job: solver.ROW_ENTRIES cost
+#: entries (8 MB), the cost table of the row's words they are read from (as many at most)
+#: and the row's marginals and index arrays.
+ROW_MB = 24
+
+
 def block_resources(
     documents_path, n_blocks: int, threads: int, attempt: int = 1, embeddings_path=None
 ) -> dict[str, int]:
@@ -61,9 +67,18 @@ def block_resources(
     units = row_work(document_work(sizes)).sum()
     seconds = units * SECONDS_PER_UNIT / n_blocks / max(threads * 0.9, 1.0)
     runtime = int(np.ceil(5 + 3 * seconds / 60))
-    # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors
+    # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors,
+    # and each thread's row of problems
     vectors_mb = 8 * _file_mb(embeddings_path)
-    mem_mb = int(np.ceil(400 + 40 * pairs / n_blocks / 1e6 + 30 * stat.st_size / 1e6 + vectors_mb))
+    mem_mb = int(
+        np.ceil(
+            400
+            + 40 * pairs / n_blocks / 1e6
+            + 30 * stat.st_size / 1e6
+            + vectors_mb
+            + threads * ROW_MB
+        )
+    )
     factor = 2 ** (attempt - 1)
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 

@@ -28,9 +28,10 @@ any transport plan T: sum T_ij |u_i - v_j|^2 / 2 >= |sum T_ij (u_i - v_j)|^2 / 2
 |mean_a - mean_b|^2 / 2), see :func:`centroid_bound`.
 
 Both bounds hold exactly in real arithmetic; in floating point they may exceed the
-solver's WMD by rounding (word distances come from the same squared-norm expansion,
-computed in matrices of other shapes). :func:`safety_margin` is how far a bound must
-lie above a distance before the search may trust the bound.
+solver's WMD by rounding (their word distances come from the squared-norm expansion of
+matrix products, in float32, where the solver's come from fixed-order sums in float64).
+:func:`safety_margin` is how far a bound must lie above a distance before the search may
+trust the bound.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from concurrent.futures import Executor
 import numpy as np
 import scipy.sparse as sp
 
-from .compiled import _kernel
+from .compiled import _kernel, _pair_costs
 from .solver import WmdInputs, _distances, cost_matrix
 
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
@@ -87,57 +88,22 @@ def word_distances(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) 
     return cost_matrix(inputs, words_a, words_b)
 
 
-#: Dimensions up to which :func:`pair_costs` computes a pair's word costs in one compiled
-#: loop instead of a matrix product: in 5 dimensions (PCA WMD) the product's call and the
-#: same-word fix-up cost ~85 us of Python per pair for ~5 us of arithmetic, and a dual
-#: bound needs one such matrix per candidate (3,000 per query on 20 Newsgroups).
+#: Dimensions above which the search keeps a candidate's word costs for its next dual
+#: bounds (search.py) and :func:`nearest_dual_bound` takes them from its caller: in a few
+#: dimensions computing them again is cheaper than keeping them.
 DIRECT_DIMENSIONS = 16
 
 
 def pair_costs(inputs: WmdInputs, words_a: np.ndarray, words_b: np.ndarray) -> np.ndarray:
-    """:func:`word_distances` of two documents' words (each distinct), for the bounds
-    of one pair. Up to DIRECT_DIMENSIONS by a compiled loop over the vectors' differences
-    (|u - v|, or max(1 - u.v, 0) for cosine), which is within float64 rounding of the
-    expansion's value, far inside :func:`safety_margin`; above, by the expansion from one
-    matrix product, finished in one compiled pass. A word's cost to itself is exactly 0
-    either way."""
-    if inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
-        return word_distances(inputs, words_a, words_b)
-    return _direct_costs(
+    """:func:`word_distances` of two documents' words, for the bounds of one pair: the
+    exact solves' own kernel (``compiled._pair_costs``), so a bound's costs are the
+    solve's bit for bit, and a word's cost to itself is exactly 0."""
+    return _pair_costs(
         inputs.vectors,
         np.asarray(words_a, dtype=np.int64),
         np.asarray(words_b, dtype=np.int64),
         inputs.ground_cost == "cosine",
     )
-
-
-@_kernel
-def _direct_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - compiled
-    dim = vectors.shape[1]
-    n, m = len(words_a), len(words_b)
-    # the candidate's vectors transposed, so that the loop over its words vectorises
-    other = np.empty((dim, m))
-    for j in range(m):
-        for k in range(dim):
-            other[k, j] = vectors[words_b[j], k]
-    out = np.empty((n, m))
-    for i in range(n):
-        row = out[i]
-        row[:] = 0.0
-        for k in range(dim):
-            x = vectors[words_a[i], k]
-            if cosine:
-                for j in range(m):
-                    row[j] += x * other[k, j]
-            else:
-                for j in range(m):
-                    step = x - other[k, j]
-                    row[j] += step * step
-        for j in range(m):
-            row[j] = max(1.0 - row[j], 0.0) if cosine else np.sqrt(row[j])
-            if words_b[j] == words_a[i]:
-                row[j] = 0.0
-    return out
 
 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:
@@ -976,13 +942,10 @@ def nearest_dual_bound(
     document each was solved against (``sources``, float64 [P, dim]) and the candidate's,
     ``centre`` (:func:`centroids`; stable, so ties keep their order), at most ``tries``, and
     the position in ``potentials`` of the one that gave it, -1 if none was tried: where
-    :func:`dual_ascent` starts). One compiled call, the candidate's word costs included (up
-    to DIRECT_DIMENSIONS; above, :func:`pair_costs`' product, unless ``cost`` is given): the
-    search makes one per candidate it cannot prune otherwise, thousands per query in 5
-    dimensions, where the Python around three small calls cost as much as their
-    arithmetic."""
-    if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
-        cost = pair_costs(inputs, inputs.indices[query], inputs.indices[candidate])
+    :func:`dual_ascent` starts). One compiled call, the candidate's word costs included
+    (:func:`pair_costs`' kernel, unless ``cost`` is given): the search makes one per
+    candidate it cannot prune otherwise, thousands per query in 5 dimensions, where the
+    Python around three small calls cost as much as their arithmetic."""
     value, _, best = _nearest_dual_kernel(
         inputs.vectors,
         inputs.indices[query],
@@ -1027,7 +990,7 @@ def _nearest_dual_kernel(  # pragma: no cover - compiled
     near,
 ):
     if cost.shape[0] == 0:
-        cost = _direct_costs(vectors, words_q, words_c, cosine)
+        cost = _pair_costs(vectors, words_q, words_c, cosine)
     apart = np.empty(hi - lo)
     for t in range(hi - lo):
         total = 0.0

@@ -8,6 +8,9 @@ import tempfile
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 
 def _private_cache() -> str | None:
@@ -58,30 +61,138 @@ def _kernel(function):
     return numba.njit(nogil=True)(function)
 
 
+@intrinsic
+def _fma(typingctx, x, y, z):  # pragma: no cover - compiled
+    """x * y + z rounded once (LLVM's llvm.fma): the same bits on every machine, by the
+    CPU's fused instruction where it has one, else by the C library's fma. (numba keeps a
+    separate multiply and add unless told it may contract them, and then where it does
+    would depend on the code around it.)"""
+    signature = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, sig, args):
+        double = ir.DoubleType()
+        fma = builder.module.declare_intrinsic(
+            "llvm.fma", [double], ir.FunctionType(double, [double, double, double])
+        )
+        return builder.call(fma, args)
+
+    return signature, codegen
+
+
+@numba.njit(nogil=True, inline="always")
+def _step(total, x, y, cosine):  # pragma: no cover - compiled
+    # one dimension of a cost: the product (cosine) or the squared difference, added to
+    # `total` with one rounding
+    if cosine:
+        return _fma(x, y, total)
+    d = x - y
+    return _fma(d, d, total)
+
+
 @_kernel
-def _finish_costs(products, sq_norms, words_a, words_b, cosine):  # pragma: no cover
-    # in place, as solver.word_costs computes them: (-2 a.b + |a|^2) + |b|^2, clipped at
-    # 0, square root; or max(1 - a.b, 0); then a word's cost to itself exactly 0. The
-    # branches and the same-word test stay out of the row loop so that it vectorises
-    # (23 -> 10 us on a 90 x 95 matrix at 50 dimensions; the same bits)
-    m = products.shape[1]
-    sq_b = np.empty(m)
-    for j in range(m):
-        sq_b[j] = sq_norms[words_b[j]]
-    for i in range(products.shape[0]):
-        a = words_a[i]
-        row = products[i]
-        if cosine:
-            for j in range(m):
-                row[j] = max(1.0 - row[j], 0.0)
-        else:
-            sq_a = sq_norms[a]
-            for j in range(m):
-                row[j] = np.sqrt(max(row[j] * -2.0 + sq_a + sq_b[j], 0.0))
-        for j in range(m):
-            if words_b[j] == a:
+def _pair_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - compiled
+    """Ground costs between the rows ``words_a`` and ``words_b`` of ``vectors``, float64
+    [len(words_a), len(words_b)]: Euclidean, sqrt(sum_k (a_k - b_k)^2); cosine (unit
+    directions), max(1 - sum_k a_k b_k, 0); a word's cost to itself exactly 0.
+
+    Each entry is summed over the dimensions k = 0, 1, ..., dim - 1 in that order, one
+    fused multiply-add per dimension, starting from 0: its bits are a function of the
+    two vectors alone, never of the matrix it is computed in (its shape, its other words,
+    its place there), nor of the machine. So a pair's costs come out the same whether a
+    solve, a block or a bound computes them, and cost(a, b) == cost(b, a) bit for bit
+    ((a_k - b_k)^2 == (b_k - a_k)^2 and a_k b_k == b_k a_k); a Euclidean cost of a word to
+    itself is exactly 0 by the arithmetic (every difference is 0), a cosine one by the
+    same-word test. The loops run over b's words innermost, two rows of a at a time and
+    four dimensions per pass (b's vectors transposed first): independent sums side by
+    side, which the compiler vectorises without reordering any one of them, at about the
+    speed of the BLAS product it replaces (120 x 120 words at 300 dimensions), without
+    its ~5 us call on small documents.
+    """
+    dim = vectors.shape[1]
+    n, m = len(words_a), len(words_b)
+    costs = np.empty((n, m))
+    # b's words in tiles of COST_TILE (b's vectors transposed: one tile's stay in cache
+    # while every row of a passes over them), the last padded with zero vectors to whole
+    # vectors of 8, so that no column is left to a scalar remainder loop; the padding's
+    # sums are dropped
+    other = np.empty((dim, min(COST_TILE, m + -m % 8)))
+    sums = np.empty((n, other.shape[1]))
+    for j0 in range(0, m, COST_TILE):
+        j1 = min(j0 + COST_TILE, m)
+        width = (j1 - j0) + -(j1 - j0) % 8
+        # (plain loops here: numba's slice assignments cost ~0.1 us each)
+        for k in range(dim):
+            for j in range(j1 - j0, width):
+                other[k, j] = 0.0
+        for k in range(dim):  # along the rows of `other`: ~2.5x faster than along b's
+            row = other[k]
+            for t in range(j1 - j0):
+                row[t] = vectors[words_b[j0 + t], k]
+        for i in range(n):
+            row = sums[i]
+            for j in range(width):
                 row[j] = 0.0
-    return products
+        _tile_sums(vectors, words_a, other, sums, width, cosine)
+        # the finishing pass, in loops that vectorise (a select, not a branch and a
+        # store, for the same word; indices that are never negative, so numba adds no
+        # wraparound test). A Euclidean cost of a word to itself is 0 without the test.
+        for i in range(n):
+            row = sums[i]
+            out = costs[i]
+            if cosine:
+                word = words_a[i]
+                for t in range(j1 - j0):
+                    out[j0 + t] = 0.0 if words_b[j0 + t] == word else max(1.0 - row[t], 0.0)
+            else:
+                for t in range(j1 - j0):
+                    out[j0 + t] = np.sqrt(row[t])
+    return costs
+
+
+#: Columns (words of b) per tile of :func:`_pair_costs`: 128 x 300 dimensions x 8 B of
+#: transposed vectors stay in a core's L2 cache (one matrix of all the words of a block's
+#: row ran out of it: no faster than one matrix per pair).
+COST_TILE = 128
+
+
+@numba.njit(nogil=True)
+def _tile_sums(vectors, words_a, other, sums, width, cosine):  # pragma: no cover
+    # sums[i, j] += each dimension's step in order k = 0, 1, ..., for the first `width`
+    # columns: two rows of a at a time, four dimensions per pass
+    dim = vectors.shape[1]
+    n = len(words_a)
+    whole = dim - dim % 4
+    for i in range(0, n - n % 2, 2):
+        a = vectors[words_a[i]]
+        c = vectors[words_a[i + 1]]
+        row_a = sums[i]
+        row_c = sums[i + 1]
+        for k in range(0, whole, 4):
+            a0, a1, a2, a3 = a[k], a[k + 1], a[k + 2], a[k + 3]
+            c0, c1, c2, c3 = c[k], c[k + 1], c[k + 2], c[k + 3]
+            b0, b1, b2, b3 = other[k], other[k + 1], other[k + 2], other[k + 3]
+            for j in range(width):
+                x0, x1, x2, x3 = b0[j], b1[j], b2[j], b3[j]
+                t = _step(row_a[j], a0, x0, cosine)
+                t = _step(t, a1, x1, cosine)
+                t = _step(t, a2, x2, cosine)
+                row_a[j] = _step(t, a3, x3, cosine)
+                t = _step(row_c[j], c0, x0, cosine)
+                t = _step(t, c1, x1, cosine)
+                t = _step(t, c2, x2, cosine)
+                row_c[j] = _step(t, c3, x3, cosine)
+        for k in range(whole, dim):
+            b = other[k]
+            for j in range(width):
+                row_a[j] = _step(row_a[j], a[k], b[j], cosine)
+                row_c[j] = _step(row_c[j], c[k], b[j], cosine)
+    if n % 2:
+        a = vectors[words_a[n - 1]]
+        row_a = sums[n - 1]
+        for k in range(dim):
+            b = other[k]
+            for j in range(width):
+                row_a[j] = _step(row_a[j], a[k], b[j], cosine)
 
 
 @_kernel
@@ -110,3 +221,110 @@ def _residual(rows_a, rows_b, a, b):  # pragma: no cover - compiled
     keep_a = np.flatnonzero(left_a > 0)
     keep_b = np.flatnonzero(left_b > 0)
     return left_a[keep_a], left_b[keep_b], keep_a, keep_b
+
+
+@_kernel
+def _pair_problem(vectors, rows_a, rows_b, a, b, metric, cosine):  # pragma: no cover
+    """(left_a, left_b, keep_a, keep_b, costs): what solver.solve_pair_costs hands the
+    network simplex, in one compiled call (two calls and the indexing between them were
+    ~5 us of a 10-word pair's ~15). ``metric``: the :func:`_residual` problem; else the
+    whole marginals (copies) on every word. ``costs``: :func:`_pair_costs` of the kept
+    words [len(keep_a), len(keep_b)]."""
+    if metric:
+        left_a, left_b, keep_a, keep_b = _residual(rows_a, rows_b, a, b)
+    else:
+        left_a, left_b = a.copy(), b.copy()
+        keep_a, keep_b = np.arange(len(a)), np.arange(len(b))
+    # int64 rows: the one signature the other callers compile _pair_costs for
+    words_a = rows_a[keep_a].astype(np.int64)
+    words_b = rows_b[keep_b].astype(np.int64)
+    return left_a, left_b, keep_a, keep_b, _pair_costs(vectors, words_a, words_b, cosine)
+
+
+#: _row_problems' pair kinds: solve the problem it wrote; no distance (an empty
+#: document); distance exactly 0 (identical marginals, or nothing left to move).
+SOLVE, UNDEFINED, ZERO = 0, 1, 2
+
+
+@_kernel
+def _row_problems(
+    vectors, offsets, flat, weights, twin, doc_ids, i, j0, j1, metric, cosine
+):  # pragma: no cover - compiled
+    """The transport problems of the pairs (i, j), j0 <= j < j1, as solver.solve_pair_costs
+    states them, for a row of a block: (kind [pairs] (SOLVE, UNDEFINED or ZERO), sources'
+    marginals, targets' marginals, costs, and their offsets per pair [pairs + 1] each).
+    ``flat``/``weights``/``offsets``: every document's rows and marginals concatenated.
+
+    The same problems bit for bit: the document with the lower doc_id is the source, the
+    shared mass is dropped by :func:`_residual` under a metric cost, and every cost is a
+    :func:`_pair_costs` entry, whose bits depend on its two words alone. So the costs of
+    i's words to the row's distinct words are computed once, in one matrix, and each
+    pair's are read from it: one kernel call per row instead of one per pair, and each
+    word pair's cost once however many of the row's documents hold the word."""
+    pairs = j1 - j0
+    kind = np.empty(pairs, dtype=np.int8)
+    rows_i = flat[offsets[i] : offsets[i + 1]]
+    mass_i = weights[offsets[i] : offsets[i + 1]]
+    # the row's distinct words, and each one's column in `table`
+    column = np.full(len(vectors), -1, dtype=np.int64)
+    distinct = np.empty(offsets[j1] - offsets[j0], dtype=np.int64)
+    count = 0
+    for p in range(offsets[j0], offsets[j1]):
+        w = flat[p]
+        if column[w] < 0:
+            column[w] = count
+            distinct[count] = w
+            count += 1
+    table = _pair_costs(vectors, rows_i.astype(np.int64), distinct[:count], cosine)
+    size_i = len(rows_i)
+    left_s = np.empty(size_i * pairs + offsets[j1] - offsets[j0])
+    left_t = np.empty(size_i * pairs + offsets[j1] - offsets[j0])
+    costs = np.empty(size_i * (offsets[j1] - offsets[j0]))
+    at_s = np.zeros(pairs + 1, dtype=np.int64)
+    at_t = np.zeros(pairs + 1, dtype=np.int64)
+    at_c = np.zeros(pairs + 1, dtype=np.int64)
+    for p in range(pairs):
+        j = j0 + p
+        at_s[p + 1], at_t[p + 1], at_c[p + 1] = at_s[p], at_t[p], at_c[p]
+        rows_j = flat[offsets[j] : offsets[j + 1]]
+        mass_j = weights[offsets[j] : offsets[j + 1]]
+        if size_i == 0 or len(rows_j) == 0:
+            kind[p] = UNDEFINED
+            continue
+        if twin[i] == twin[j]:
+            kind[p] = ZERO
+            continue
+        i_source = doc_ids[i] < doc_ids[j]
+        if i_source:
+            rows_s, rows_t, a, b = rows_i, rows_j, mass_i, mass_j
+        else:
+            rows_s, rows_t, a, b = rows_j, rows_i, mass_j, mass_i
+        if metric:
+            a, b, keep_s, keep_t = _residual(rows_s, rows_t, a, b)
+        else:
+            keep_s, keep_t = np.arange(len(a)), np.arange(len(b))
+        if len(a) == 0 or len(b) == 0:
+            kind[p] = ZERO
+            continue
+        kind[p] = SOLVE
+        s, t, c = at_s[p], at_t[p], at_c[p]
+        left_s[s : s + len(a)] = a
+        left_t[t : t + len(b)] = b
+        size_t = len(keep_t)
+        if i_source:  # rows of `table` by the source's words, columns by the target's
+            columns = np.empty(size_t, dtype=np.int64)
+            for y in range(size_t):
+                columns[y] = column[rows_t[keep_t[y]]]
+            for x in range(len(keep_s)):
+                line = table[keep_s[x]]
+                for y in range(size_t):
+                    costs[c + x * size_t + y] = line[columns[y]]
+        else:  # the transpose: rows by the target's words (i's), columns by the source's
+            for x in range(len(keep_s)):
+                at = column[rows_s[keep_s[x]]]
+                for y in range(size_t):
+                    costs[c + x * size_t + y] = table[keep_t[y], at]
+        at_s[p + 1] = s + len(a)
+        at_t[p + 1] = t + len(b)
+        at_c[p + 1] = c + len(a) * len(b)
+    return kind, left_s, left_t, costs, at_s, at_t, at_c

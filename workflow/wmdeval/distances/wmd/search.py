@@ -101,7 +101,7 @@ LOG = logging.getLogger("wmdeval.distances.wmd")
 BOUND_ROWS = 16
 
 #: Candidates whose ICT bound is computed together, ahead in the visiting order: one
-#: product and one kernel call for all of them, at the price of a few computed for
+#: cost-matrix call and one ICT call for all of them, at the price of a few computed for
 #: candidates the search then never needs.
 TIGHTEN_BATCH = 8
 
@@ -593,7 +593,7 @@ def search_queries(
         q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit, transfers
     ) -> None:
         # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
-        # cost-matrix product and one kernel call for all of them; once the query's ICT
+        # cost-matrix kernel call and one ICT kernel call for all of them; once the query's ICT
         # bounds have shown they prove almost nothing its cheap bound did not (`transfers`:
         # [bounds computed under a finite limit, of which proved beyond it], see
         # ICT_TRIAL), the candidate keeps its cheap bound

@@ -33,7 +33,7 @@ from threadpoolctl import ThreadpoolController
 
 from ...core import io, schemas
 from ...core.progress import Progress
-from .compiled import _finish_costs, _residual
+from .compiled import SOLVE, UNDEFINED, _pair_costs, _pair_problem, _row_problems
 from .pairs import plan_blocks, row_segments
 
 # The package's name, as the blocks and the search log under.
@@ -249,24 +249,17 @@ def cost_matrix(inputs: WmdInputs, rows_a: np.ndarray, rows_b: np.ndarray) -> np
     """Ground costs between embedding rows, float64 [len(rows_a), len(rows_b)].
 
     ``rows_a``, ``rows_b``: integer rows into ``inputs.vectors``, e.g. ``inputs.indices[i]``.
-    Euclidean: squared-norm expansion |a|^2 + |b|^2 - 2 a.b (one matrix product), clipped
-    at 0 before the square root. Cosine: 1 - a.b of unit directions, clipped at 0. A
-    word's cost to itself is set to exactly 0: the expansion can leave ~1e-8 there (the
-    square root of a rounding error).
+    Euclidean |a - b| or cosine max(1 - a.b, 0) of unit directions, each entry summed
+    over the dimensions in one fixed order by ``compiled._pair_costs``: a function of the
+    two words alone, whatever else the matrix holds, symmetric bit for bit, and exactly 0
+    for a word to itself. Every exact solve and every per-pair bound computes its costs
+    so; only the bounds' large nearest-word tables use matrix products (:func:`word_costs`).
     """
     rows_a = np.asarray(rows_a, dtype=np.int64)  # one compiled signature for every caller
     rows_b = np.asarray(rows_b, dtype=np.int64)
     if inputs.ground_cost not in GROUND_COSTS.values():
         raise ValueError(f"unknown ground cost {inputs.ground_cost!r}")
-    # word_costs' arithmetic and the same-word zeros in one compiled pass over the
-    # product (the same bits; ~40 us less per solve than five numpy passes and a mask)
-    return _finish_costs(
-        inputs.vectors[rows_a] @ inputs.vectors[rows_b].T,
-        inputs.sq_norms,
-        rows_a,
-        rows_b,
-        inputs.ground_cost == "cosine",
-    )
+    return _pair_costs(inputs.vectors, rows_a, rows_b, inputs.ground_cost == "cosine")
 
 
 def word_costs(
@@ -277,9 +270,10 @@ def word_costs(
     ``products``: float64 [p, q]; ``sq_a`` [p], ``sq_b`` [q]: the vectors' squared norms
     (unused for "cosine", whose vectors are unit directions). "euclidean":
     :func:`_distances`; "cosine": max(1 - a.b, 0). The definition of each ground cost's
-    arithmetic: the compiled passes that the exact costs (:func:`cost_matrix`, by
-    ``compiled._finish_costs``) and the bounds' tables (``bounds._costs32``) run repeat
-    its operations in its order, and the tests hold them to its bits.
+    arithmetic, used where costs come from one large matrix product (the bounds'
+    nearest-word tables: ``bounds._costs32`` repeats its operations in its order, and the
+    tests hold it to its bits). Within float64 rounding of :func:`cost_matrix`'s
+    fixed-order sums, not bit for bit.
     """
     if ground_cost == "euclidean":
         return _distances(products, sq_a, sq_b)
@@ -352,18 +346,24 @@ def solve_pair_costs(
         return float("nan"), None, None
     if inputs.twin[i] == inputs.twin[j]:
         return 0.0, None, None
+    if inputs.ground_cost not in GROUND_COSTS.values():
+        raise ValueError(f"unknown ground cost {inputs.ground_cost!r}")
     rows_i, rows_j = inputs.indices[i], inputs.indices[j]
-    if inputs.ground_cost in METRIC_COSTS:
-        # residual_problem over the shared words, compiled (the same bits)
-        a, b, keep_a, keep_b = _residual(rows_i, rows_j, a, b)
-        if not len(a) or not len(b):
-            return 0.0, None, None
-        rows_i, rows_j = rows_i[keep_a], rows_j[keep_b]
-    else:
-        keep_a, keep_b = np.arange(len(a)), np.arange(len(b))
-    cost = cost_matrix(inputs, rows_i, rows_j)
+    # under a metric cost the residual_problem over the shared words, then cost_matrix's
+    # costs of the words kept: one compiled call (the same bits as the two steps)
+    a, b, keep_a, keep_b, cost = _pair_problem(
+        inputs.vectors,
+        rows_i,
+        rows_j,
+        a,
+        b,
+        inputs.ground_cost in METRIC_COSTS,
+        inputs.ground_cost == "cosine",
+    )
+    if not len(a) or not len(b):
+        return 0.0, None, None
     value, u, v = _wmd_duals(a, b, cost)
-    return value, ((rows_i, u), (rows_j, v)), (keep_a, keep_b, cost)
+    return value, ((rows_i[keep_a], u), (rows_j[keep_b], v)), (keep_a, keep_b, cost)
 
 
 #: Dual potentials of a solved pair: ((source words, u), (target words, v)).
@@ -478,6 +478,7 @@ def solve_block(
         i_out[offset : offset + j1 - j0] = i
         j_out[offset : offset + j1 - j0] = np.arange(j0, j1)
 
+    flat_weights = _flat_weights(inputs)
     # Set when solving stops early (an error, Ctrl-C): running rows return after their
     # current pair instead of the pool finishing every row before the job can end.
     stop = threading.Event()
@@ -486,16 +487,16 @@ def solve_block(
     def work(k: int) -> None:
         i, j0, j1, offset = segments[k]
         out = d_out[offset : offset + j1 - j0]
-        _solve_row(inputs, i, j0, j1, out, stop)
+        _solve_row(inputs, i, j0, j1, out, stop, flat_weights)
         # counted by row, not by pair: a row of pairs takes far longer than the count,
         # and a 20 Newsgroups row (18,846 pairs) ten-odd seconds, well within a line's
         # interval. A row cut short by `stop` is not done: a failing job says no more.
         if not stop.is_set():
             progress.advance(j1 - j0)
 
-    # One BLAS thread: parallelism comes from our threads, and the pairs' matrix products
-    # then take the same code path whatever the job's environment says (the search
-    # solves its pairs under the same limit).
+    # One BLAS thread: parallelism comes from our threads (the pairs' costs come from
+    # the compiled kernel, not BLAS; the limit keeps any product on one thread, as the
+    # search's do).
     with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         pending = {pool.submit(work, k) for k in range(len(segments))}
         try:
@@ -519,6 +520,16 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+#: Cost entries (8 B each) a row's problems hold at once: :func:`_solve_row` prepares
+#: them in chunks of its pairs of at most this many (one pair at least), ~8 MB.
+ROW_ENTRIES = 1 << 20
+
+
+def _flat_weights(inputs: WmdInputs) -> np.ndarray:
+    """Every document's marginals concatenated, float64 aligned with ``flat_indices``."""
+    return np.concatenate(inputs.weights) if inputs.n else np.zeros(0)
+
+
 def _solve_row(
     inputs: WmdInputs,
     i: int,
@@ -526,16 +537,58 @@ def _solve_row(
     j1: int,
     out: np.ndarray,
     stop: threading.Event | None = None,
+    flat_weights: np.ndarray | None = None,
 ) -> None:
     """Fill out[k] with WMD(i, j0 + k) for j0 <= j < j1 (until ``stop`` is set).
 
-    Each pair is :func:`wmd_pair`, its cost matrix one product of its own two word
-    lists, exactly as the kNN search solves it. (One product per row of the grid was
-    cheaper, but BLAS may round an entry differently in a product of another shape:
-    on 10-word documents 698 of 11,175 pairs came out up to 3e-16 apart, enough to
-    split a tie the protocol's rule must see, and to make the two modes differ.)
+    Each pair is :func:`wmd_pair`'s problem solved by its call, bit for bit, as the kNN
+    search solves it: ``compiled._row_problems`` states a chunk of the row's problems in
+    one compiled call (oriented by doc_id, the shared mass dropped, each cost an entry of
+    ``compiled._pair_costs``, whose bits depend on its two words alone, whatever matrix
+    computes it), and each is handed to the network simplex as it is. (One BLAS product
+    per row of the grid was cheaper than one per pair, but BLAS may round an entry
+    differently in a product of another shape: on 10-word documents 698 of 11,175 pairs
+    came out up to 3e-16 apart, enough to split a tie the protocol's rule must see, and
+    to make the two modes differ. The kernel's fixed-order sums cannot.)
+    ``flat_weights``: :func:`_flat_weights` of ``inputs`` (a block computes it once).
     """
-    for k, j in enumerate(range(j0, j1)):
-        if stop is not None and stop.is_set():
-            return
-        out[k] = wmd_pair(inputs, i, j)
+    if flat_weights is None:
+        flat_weights = _flat_weights(inputs)
+    metric = inputs.ground_cost in METRIC_COSTS
+    cosine = inputs.ground_cost == "cosine"
+    size_i = max(int(inputs.sizes[i]), 1)
+    # a chunk ends where its pairs' cost entries (at most size_i x the words of j) pass
+    # ROW_ENTRIES
+    reach = np.cumsum(inputs.sizes[j0:j1]) * size_i
+    start = j0
+    while start < j1:
+        before = int(reach[start - j0 - 1]) if start > j0 else 0
+        end = start + max(
+            1, int(np.searchsorted(reach[start - j0 :], before + ROW_ENTRIES, "right"))
+        )
+        end = min(end, j1)
+        kind, left_s, left_t, costs, at_s, at_t, at_c = _row_problems(
+            inputs.vectors,
+            inputs.offsets,
+            inputs.flat_indices,
+            flat_weights,
+            inputs.twin,
+            inputs.doc_ids,
+            i,
+            start,
+            end,
+            metric,
+            cosine,
+        )
+        at_s, at_t, at_c = at_s.tolist(), at_t.tolist(), at_c.tolist()
+        for p, what in enumerate(kind.tolist()):
+            if stop is not None and stop.is_set():
+                return
+            k = start - j0 + p
+            if what == SOLVE:
+                a = left_s[at_s[p] : at_s[p + 1]]
+                b = left_t[at_t[p] : at_t[p + 1]]
+                out[k] = _wmd(a, b, costs[at_c[p] : at_c[p + 1]].reshape(len(a), len(b)))
+            else:
+                out[k] = np.nan if what == UNDEFINED else 0.0
+        start = end
