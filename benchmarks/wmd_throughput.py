@@ -20,7 +20,10 @@ last column is the largest difference between the two (the reference leaves ~1e-
 on a word's distance to itself, where the workflow has exactly 0). Then the 70-word
 set is solved with two threads to show the thread speed-up (wall clock).
 
-    python benchmarks/wmd_throughput.py [--quick]
+    python benchmarks/wmd_throughput.py [--quick] [--record [PATH]]
+
+``--record`` writes the ratios and pairs/s to benchmarks/results/wmd_throughput.json, which
+docs/performance.md quotes.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import time
 import numpy as np
 import ot
 import pyarrow as pa
+import record
 from sklearn.metrics import pairwise_distances
 from threadpoolctl import threadpool_limits
 
@@ -38,6 +42,8 @@ from wmdeval.core import schemas
 from wmdeval.distances.wmd import solver
 
 VOCABULARY = 5000
+#: The recorded table's columns (per pair, CPU time of one core).
+HEADER = ["words", "documents", "reference pairs/s", "workflow pairs/s", "speed-up"]
 DIM = 300
 #: words per document -> documents (full run); --quick uses half as many
 SIZES = {10: 200, 40: 150, 70: 120, 120: 110}
@@ -143,6 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="half as many documents")
     parser.add_argument("--seed", type=int, default=0)
+    record.add_argument(parser, "wmd_throughput")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     words, vectors, embeddings = synthetic_embeddings(rng)
@@ -160,7 +167,7 @@ def main() -> None:
         f"{'words':>5} {'docs':>5} | {'reference pairs/s':>17} {'(wall)':>8} | "
         f"{'workflow pairs/s':>16} {'(wall)':>8} | {'ratio':>6} | max |diff|"
     )
-    ratios = {}
+    ratios, rows = {}, []
     sets = {}
     for size, n in SIZES.items():
         n = n // 2 if args.quick else n
@@ -169,6 +176,15 @@ def main() -> None:
         ref_clock, our_clock, diff, our_pairs = compare(documents, embeddings, vectors, words)
         ref_pairs = n * n
         ratios[size] = (ref_clock.cpu / ref_pairs) / (our_clock.cpu / our_pairs)
+        rows.append(
+            [
+                size,
+                n,
+                round(ref_pairs / ref_clock.cpu),
+                round(our_pairs / our_clock.cpu),
+                round(ratios[size], 2),
+            ]
+        )
         print(
             f"{size:>5} {n:>5} | {ref_pairs / ref_clock.cpu:>17.0f} "
             f"{ref_pairs / ref_clock.wall:>8.0f} | {our_pairs / our_clock.cpu:>16.0f} "
@@ -188,6 +204,14 @@ def main() -> None:
     print(
         f"wmd_throughput: {ratios[10]:.1f}x @10 words, {ratios[40]:.1f}x @40, "
         f"{ratios[70]:.2f}x @70, {ratios[120]:.2f}x @120 (per pair, one core)"
+    )
+    record.write(
+        args.record,
+        "wmd_throughput",
+        {
+            "table": {"header": HEADER, "rows": rows},
+            "two_threads_speedup_70_words": round(one.wall / two.wall, 2),
+        },
     )
 
 

@@ -423,8 +423,17 @@ def test_changing_the_datasets_reruns_every_aggregate(finished_run, tmp_path):
     assert not planned & {"ingest", "evaluate", "wmd_gather", "analyses"}
 
 
-@pytest.mark.parametrize(("weighting", "method"), [("bow", "WMD"), ("tfidf", "WMD-TF-IDF")])
-def test_knn_search_scores_the_demo_posts_as_full_mode(finished_run, tmp_path, weighting, method):
+@pytest.mark.parametrize(
+    ("weighting", "vectors", "method"),
+    [
+        ("bow", "embeddings", "WMD"),
+        ("tfidf", "embeddings", "WMD-TF-IDF"),
+        ("bow", "pca5", "WMD (5-d PCA)"),
+    ],
+)
+def test_knn_search_scores_the_demo_posts_as_full_mode(
+    finished_run, tmp_path, weighting, vectors, method
+):
     """knn mode on the demo's long post bodies (up to 40 distinct words, five folds), with
     the functions its jobs call, in this process: two query shards, gathered, evaluated,
     give the scores that the workflow wrote from the full matrix, row for row. (knn mode
@@ -446,7 +455,7 @@ def test_knn_search_scores_the_demo_posts_as_full_mode(finished_run, tmp_path, w
         out = (tmp_path / f"{shard}.parquet", tmp_path / f"{shard}.certificates.parquet")
         search.run_search(
             *paths.values(),
-            data / "vectors" / "embeddings.parquet",
+            data / "vectors" / f"{vectors}.parquet",
             weighting,
             config["evaluation"],
             shard,
@@ -459,7 +468,7 @@ def test_knn_search_scores_the_demo_posts_as_full_mode(finished_run, tmp_path, w
     search.run_merge(
         paths["documents_path"], [p for p, _ in shards], [c for _, c in shards], pairs, certificates
     )
-    slug = "wmd" if weighting == "bow" else "wmd-tfidf"
+    slug = {"WMD": "wmd", "WMD-TF-IDF": "wmd-tfidf", "WMD (5-d PCA)": "wmd-pca5"}[method]
     scores = knn.run_evaluate(
         *paths.values(),
         {},

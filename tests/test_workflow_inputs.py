@@ -23,7 +23,7 @@ import yaml
 from scipy.io import savemat
 from workflow_helpers import record_rules
 
-from wmdeval.core.methods import BEYOND_METHODS, METHODS
+from wmdeval.core.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.e2e
@@ -187,9 +187,11 @@ def real_inputs_run(tmp_path_factory, server):
         "embeddings": {"w2v": {"format": "word2vec-text", "path": "vectors.txt"}},
         "run": ["five", "one", "tsv"],
         "wmd": {"blocks": 3},
-        # what these inputs must reach is the scores; the analyses of ingested documents are
-        # the demo's and the small config's (test_workflow.py, test_workflow_small.py)
+        # what these inputs must reach is the scores of the paper's methods; the analyses,
+        # PCA and the methods beyond the paper are the demo's (test_workflow.py)
         "analyses": {name: {"enabled": False} for name in ANALYSES},
+        "methods": {"builtin": [method.slug for method in METHODS]},
+        "pca_dims": [],
     }
     run = snakemake(workdir, config)
     assert run.returncode == 0, run.stderr[-5000:]
@@ -203,10 +205,9 @@ def test_all_three_inputs_reach_the_scores(real_inputs_run):
     for dataset, n_folds in folds.items():
         for variant in ("original", "clean"):
             rows = [r for r in scores if r["dataset"] == dataset and r["variant"] == variant]
-            # the 14 methods, WMD on 5-d PCA embeddings (pca_dims: [5] of the default) and
-            # the four methods beyond the paper the default config switches on
-            n_methods = len(METHODS) + 1 + len(BEYOND_METHODS)
-            assert len(rows) == n_methods * 2 * n_folds, (dataset, variant)
+            # the paper's 14 methods
+            assert len(rows) == len(METHODS) * 2 * n_folds, (dataset, variant)
+            assert {r["method"] for r in rows} == {m.name for m in METHODS}
     # the topics are separable: WMD does far better than chance everywhere
     for dataset in folds:
         errors = [

@@ -45,6 +45,8 @@ TOY_ROWS = [
 
 EXTRA_CONFIG = """
 run: [subjects, toy]
+# PCA WMD is WMD on other vectors: the demo's run covers it (test_workflow.py)
+pca_dims: []
 datasets:
   toy:
     format: table
@@ -85,10 +87,9 @@ def test_scores_cover_every_dataset_variant_method_classifier_fold(finished_run)
     for dataset, folds in expected_folds.items():
         for variant in ("original", "clean"):
             rows = [r for r in scores if r["dataset"] == dataset and r["variant"] == variant]
-            # the 14 methods, WMD on 5-d PCA embeddings (pca_dims: [5]) and the four
-            # built-in methods beyond the paper the demo switches on
-            names = {m.name for m in METHODS} | {"WMD (5-d PCA)"}
-            names |= {m.name for m in BEYOND_METHODS}
+            # the 14 methods and the four built-in methods beyond the paper the demo
+            # switches on (no PCA here)
+            names = {m.name for m in METHODS} | {m.name for m in BEYOND_METHODS}
             assert len(rows) == len(names) * 2 * folds, (dataset, variant)
             assert {r["method"] for r in rows} == names
             assert {r["classifier"] for r in rows} == {"knn", "wknn"}
@@ -131,7 +132,7 @@ def knn_run(finished_run, tmp_path_factory):
     them run. Snakemake's log is kept: it shows each search job's declared resources."""
     workdir = tmp_path_factory.mktemp("wmdeval-knn") / "run"
     shutil.copytree(finished_run, workdir, symlinks=True)
-    (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 3\n")
+    (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 2\n")
     run = snakemake(workdir, *CONFIG, "knn.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
     assert "WMD mode per dataset: subjects=knn (set in config), toy=knn (set in config)" in (
@@ -154,8 +155,8 @@ def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_ru
         finished_run / "results" / "scores.parquet"
     ).read_bytes()
     tables = list(knn_run.glob("results/*/*/neighbours/*.certificates.parquet"))
-    # 2 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, 5-d PCA, and RWMD from WMD's search)
-    assert len(tables) == 20
+    # 2 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, and RWMD from WMD's search)
+    assert len(tables) == 16
     assert len(list(knn_run.glob("results/*/*/neighbours/rwmd.certificates.parquet"))) == 4
 
 
@@ -177,16 +178,16 @@ def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
 
 
 def test_knn_mode_clean_variant_reuses_the_originals_pairs_and_sample(knn_run):
-    """The clean variant's searches of WMD, WRD and PCA WMD take the original's solved
+    """The clean variant's searches of WMD and WRD take the original's solved
     pairs and certificates (their scores are full mode's, test above); its sample is the original's
     without the dropped duplicates, its WMD matrix cut from the original sample's."""
     import re
 
-    for method, reused in (("wmd", True), ("wrd", True), ("wmd-pca5", True), ("wmd-tfidf", False)):
+    for method, reused in (("wmd", True), ("wrd", True), ("wmd-tfidf", False)):
         logs = sorted(
             (knn_run / "results/logs/subjects/clean/neighbour_shards" / method).glob("*.log")
         )
-        assert len(logs) == 3
+        assert len(logs) == 2
         counts = [
             int(re.search(r"(\d+) distances reused", log.read_text()).group(1)) for log in logs
         ]
@@ -239,8 +240,8 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
     import time
 
     results = knn_run / "results" / "subjects" / "original"
-    shard = results / "neighbour_shards" / "wmd-tfidf" / "2-of-3.parquet"
-    certificates = shard.with_name("2-of-3.certificates.parquet")
+    shard = results / "neighbour_shards" / "wmd-tfidf" / "2-of-2.parquet"
+    certificates = shard.with_name("2-of-2.certificates.parquet")
     table = results / "neighbours" / "wmd-tfidf.parquet"
     before = table.read_bytes()
     for path in (shard, certificates, table, table.with_name("wmd-tfidf.certificates.parquet")):
@@ -259,7 +260,7 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
         "--settings",
         "{}",
         "--shard",
-        "2-of-3",
+        "2-of-2",
         "--threads",
         "1",
         "--out-pairs",
@@ -312,10 +313,10 @@ def test_search_jobs_request_what_the_forecast_says(knn_run):
             declared += 1
             reusing += reuse_mb > 0
     forecasts = sorted(knn_run.glob("results/*/*/forecast/*.json"))
-    # 2 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, 5-d PCA), 3 shards each
-    assert len(forecasts) == 16 and declared == 3 * len(forecasts)
-    # the clean variants of WMD, WRD and 5-d PCA WMD reuse, WMD-TF-IDF's do not
-    assert reusing == 2 * 3 * 3
+    # 2 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD), 2 shards each
+    assert len(forecasts) == 12 and declared == 2 * len(forecasts)
+    # the clean variants' searches of WMD and WRD reuse, WMD-TF-IDF's do not
+    assert reusing == 2 * 2 * 2
     table = (knn_run / "results/tables/cost_forecast.tsv").read_text().splitlines()
     assert table[0].split("\t")[:3] == ["dataset", "variant", "method"]
     rows = [tuple(line.split("\t")[:3]) for line in table[1:]]
