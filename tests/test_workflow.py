@@ -602,12 +602,7 @@ def test_readme_figure5_image_is_the_demo_figure(finished_run, tmp_path):
 
 def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     """The job counts the README quotes for config/paper.yaml are those of its dry run."""
-    workdir = tmp_path / "paper"
-    workdir.mkdir()
-    shutil.copy(REPO / "Snakefile", workdir)
-    shutil.copytree(REPO / "workflow" / "rules", workdir / "workflow" / "rules")
-    shutil.copytree(REPO / "workflow" / "report", workdir / "workflow" / "report")
-    shutil.copytree(REPO / "config", workdir / "config")
+    workdir = copy_workflow(tmp_path / "paper")
     plan = snakemake(workdir, "-n", "--configfile", "config/paper.yaml")
     assert plan.returncode == 0, plan.stderr[-3000:]
     # wmd.mode auto: knn from 2,000 documents, by the paper's counts, before any download
