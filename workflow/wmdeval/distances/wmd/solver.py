@@ -25,16 +25,15 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
-import ot
 import pyarrow as pa
 import pyarrow.compute as pc
-from ot.lp.emd_wrap import emd_c
 from threadpoolctl import ThreadpoolController
 
 from ...core import io, schemas
 from ...core.progress import Progress
 from .compiled import SOLVE, UNDEFINED, _pair_costs, _pair_problem, _row_problems
 from .pairs import plan_blocks, row_segments
+from .pot_simplex import emd_c
 
 # The package's name, as the blocks and the search log under.
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -436,6 +435,8 @@ def transport(
         raise io.WmdevalError(
             f"document {inputs.doc_ids[i] if not len(a) else inputs.doc_ids[j]} is empty"
         )
+    import ot  # all of POT (pot_simplex.py says why not at the top): the analyses' plans
+
     cost = cost_matrix(inputs, inputs.indices[i], inputs.indices[j])
     plan = ot.emd(a, b, cost, numItermax=MAX_ITER)
     return plan, cost, inputs.words[inputs.indices[i]], inputs.words[inputs.indices[j]]
