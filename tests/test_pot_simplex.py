@@ -20,19 +20,6 @@ def _run(code: str) -> str:
     return done.stdout.strip()
 
 
-def test_a_wmd_job_loads_the_solver_without_the_rest_of_pot():
-    # what made every WMD job pay ~2 CPU-s at start-up: POT's __init__ and what it imports
-    out = _run(
-        """
-        import sys
-        import wmdeval.distances.wmd.blocks, wmdeval.distances.wmd.search
-        heavy = ("ot", "sklearn", "pandas", "networkx", "scipy.stats")
-        print(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy))
-        """
-    )
-    assert out == "[]"
-
-
 def test_a_later_import_of_pot_works_and_shares_the_compiled_module():
     out = _run(
         """
