@@ -32,6 +32,14 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "slurm"
 PLUGIN = "snakemake-executor-plugin-slurm"
 PLUGIN_REQUIREMENT = f"{PLUGIN}==2.8.0"
+# The plugin and what it needs beyond Snakemake's own dependencies (slurm_plugin says why
+# they are installed apart)
+PLUGIN_PACKAGES = (
+    PLUGIN_REQUIREMENT,
+    "snakemake-executor-plugin-slurm-jobstep==0.6.1",
+    "pandas>=2",
+    "tzdata",
+)
 # The demo on its subjects corpus only, two blocks per matrix: every rule still runs, in
 # about half the SLURM jobs of the whole demo (each SLURM job costs ~5-10 s of Snakemake
 # start-up on top of its command). Results are the same bytes for any block count.
@@ -92,20 +100,36 @@ def slurm_cluster():
 
 
 @pytest.fixture(scope="module")
-def slurm_plugin():
-    """The executor plugin in this environment (pip-installed if missing)."""
+def slurm_plugin(tmp_path_factory) -> tuple[str, str | None]:
+    """(the executor plugin's version, the folder to put on the SLURM run's PYTHONPATH, or
+    None where the environment has the plugin already).
+
+    The test environment does not carry the plugin (pyproject's test extra): its import,
+    which every Snakemake process does, runs `scontrol show config`, and that waits ~9 s
+    wherever SLURM is installed but its controller is down (as after this test). So it is
+    pip-installed here, into a folder that only this test's SLURM run sees; --no-deps, as
+    all else it needs is Snakemake's and so installed already (PLUGIN_PACKAGES).
+    """
     try:
-        return importlib.metadata.version(PLUGIN)
+        return importlib.metadata.version(PLUGIN), None
     except importlib.metadata.PackageNotFoundError:
         pass
+    target = tmp_path_factory.mktemp("slurm-plugin")
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", PLUGIN_REQUIREMENT],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
+        + list(PLUGIN_PACKAGES),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
-    return importlib.metadata.version(PLUGIN)
+    found = [
+        d.version
+        for d in importlib.metadata.distributions(path=[str(target)])
+        if d.metadata["Name"] == PLUGIN
+    ]
+    assert found, f"{PLUGIN} not found in {target} after pip install"
+    return found[0], str(target)
 
 
 def workflow_copy(workdir: Path) -> Path:
@@ -117,9 +141,12 @@ def workflow_copy(workdir: Path) -> Path:
     return workdir
 
 
-def snakemake(workdir: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+def snakemake(
+    workdir: Path, *args: str, python_path: str | None = None
+) -> tuple[subprocess.CompletedProcess, float]:
     """Run snakemake in ``workdir`` under ``timeout -k``: SIGTERM alone does not end a
-    snakemake that waits on cluster jobs."""
+    snakemake that waits on cluster jobs. ``python_path``: PYTHONPATH of the run (and of its
+    SLURM jobs)."""
     command = [
         "timeout",
         "-k",
@@ -136,6 +163,8 @@ def snakemake(workdir: Path, *args: str) -> tuple[subprocess.CompletedProcess, f
     # sbatch exports this environment to the jobs (--export=ALL): `wmdeval` is found on PATH
     bin_dir = str(Path(sys.executable).parent)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(workdir), "LANG": "C.UTF-8"}
+    if python_path is not None:
+        env["PYTHONPATH"] = python_path
     started = time.monotonic()
     run = subprocess.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60
@@ -179,9 +208,11 @@ def runs(slurm_cluster, slurm_plugin, tmp_path_factory):
         "--retries",
         "0",
         "--slurm-keep-successful-logs",
+        python_path=slurm_plugin[1],
     )
     print(
-        f"local run {local_seconds:.0f} s, SLURM run {slurm_seconds:.0f} s (plugin {slurm_plugin})"
+        f"local run {local_seconds:.0f} s, SLURM run {slurm_seconds:.0f} s "
+        f"(plugin {slurm_plugin[0]})"
     )
     assert slurm.returncode == 0, (slurm.stdout + slurm.stderr)[-8000:]
     return {"local": local_dir, "slurm": slurm_dir, "log": slurm.stdout + slurm.stderr}
