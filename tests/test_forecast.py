@@ -81,10 +81,83 @@ def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win
         peak_mb=100.0,
     )
     assert got["solves"] == 50.0 and got["cpu_seconds"] == 600.0
-    # 600 s on 2 threads at 0.9 each: 333 s wall; 5 + 2 x 5.56 = 16.1 -> 17 minutes
+    # 600 s on 2 threads at Amdahl's serial share 0.15: 600 x (0.15 + 0.85 / 2) = 345 s
+    # wall; 5 + 2 x 5.75 = 16.5 -> 17 minutes
     assert got["shards"][0]["runtime"] == 17 and got["shards"][0]["mem_mb"] == 2000
     with pytest.raises(ValueError):
         forecast.forecast_totals(1, 1, 1, 0.5, 1.5, 0, {}, [], 1, 1, 1)
+
+
+def test_the_runtime_divides_by_the_speed_up_of_the_threads_not_by_the_threads():
+    """20 Newsgroups in one shard (issue 40): 10,927 queries at 0.15 CPU-s each, 16
+    threads. Amdahl's law with the serial share 0.15: 16 threads run 1 / (0.15 + 0.85 /
+    16) = 4.92x one thread, so 1,639 s of CPU take 333 s; declared 5 + 2 x 333 / 60 =
+    16.1 -> 17 minutes. The old 0.9 x threads declared 5 + 2 x 1639 / 14.4 / 60 -> 9."""
+    from wmdeval.planning import wall
+
+    setup = {
+        "sample_vocabulary": 1,
+        "sample_cpu_seconds": 0.0,
+        "widest_shard_vocabulary": 1,
+        "widest_shard_cpu_seconds": 0.0,
+    }
+    got = forecast.forecast_totals(
+        n_queries=10_927,
+        solves_per_query=41.7,
+        cpu_per_query=0.15,
+        solve_share=0.5,
+        shared_share=0.0,
+        setup_seconds=0.0,
+        bounds_setup=setup,
+        shards=[{"queries": 10_927, "work": 1.0, "vocabulary": 1}],
+        threads=16,
+        model_mem_mb=1,
+        peak_mb=1.0,
+    )
+    cpu = 10_927 * 0.15
+    assert wall.speedup(16) == pytest.approx(4.923, abs=1e-3)
+    predicted = cpu * (0.15 + 0.85 / 16)
+    assert predicted == pytest.approx(332.9, abs=0.1)
+    runtime = got["shards"][0]["runtime"]
+    assert runtime == 17 and runtime * 60 >= predicted
+    # every thread count: at least the predicted wall, never below the floor
+    for threads in (1, 2, 4, 8, 16, 64):
+        shards = [{"queries": 10_927, "work": 1.0, "vocabulary": 1}]
+        one = forecast.forecast_totals(
+            10_927, 41.7, 0.15, 0.5, 0.0, 0.0, setup, shards, threads, 1, 1.0
+        )["shards"][0]
+        assert one["runtime"] * 60 >= cpu / wall.speedup(threads)
+        assert one["runtime"] >= forecast.RUNTIME_FLOOR
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_search_jobs_declared_runtime_covers_its_measured_wall(tmp_path, threads):
+    """A real search of a small corpus at 1, 2 and 4 threads: the runtime the wmd_search
+    job declares (its forecast's, as common.smk reads it) is at least its wall time."""
+    import time
+
+    docs, emb, splits, paths = corpus(tmp_path, n=80, seed=5)
+    out = tmp_path / "wmd.json"
+    argv = forecast_args(paths, out, shards=2)
+    argv[argv.index("--threads") + 1] = str(threads)
+    assert cli.main(argv) == 0
+    for shard in (0, 1):
+        start = time.perf_counter()
+        search.run_search(
+            paths["documents"],
+            paths["splits"],
+            paths["embeddings"],
+            "bow",
+            None,
+            shard,
+            2,
+            threads,
+            tmp_path / f"pairs{shard}.parquet",
+            tmp_path / f"certificates{shard}.parquet",
+        )
+        measured = time.perf_counter() - start
+        declared = resources.forecast_resources(out, f"{shard + 1}-of-2")["runtime"]
+        assert declared * 60 >= measured
 
 
 def test_the_bounds_set_up_is_the_line_through_its_two_timings():

@@ -37,7 +37,9 @@ a seeded sample of the method's queries, and scales it to every query:
 
 Each shard's CPU is its share of the queries' CPU (the larger of its share of the
 queries and its share of the estimated work by which :func:`query_shards` cuts them) plus
-that setup; its ``runtime`` is :data:`RUNTIME_FACTOR` times that on its threads plus
+that setup; its ``runtime`` is :data:`RUNTIME_FACTOR` times its wall time on its threads
+(that CPU over :func:`~wmdeval.planning.wall.speedup` of the threads, Amdahl's law with
+the measured serial share :data:`~wmdeval.planning.wall.SEARCH_SERIAL_SHARE`) plus
 :data:`RUNTIME_FLOOR` minutes; its ``mem_mb`` the larger of the memory model of
 :func:`wmdeval.planning.resources.search_resources` and :data:`PEAK_FACTOR` times the
 forecast job's own measured peak. ``wmd_search`` jobs read both from the file.
@@ -65,11 +67,13 @@ from ..core.progress import Progress
 from ..core.roles import query_roles
 from ..distances.wmd.pairs import document_work
 from .resources import search_resources
+from .wall import speedup
 
 LOG = logging.getLogger("wmdeval.planning.forecast")
 
-#: A shard's runtime: this many times its forecast wall time (its CPU over its threads),
-#: for a slower or busier node than the one measured...
+#: A shard's runtime: this many times its forecast wall time (its CPU over the speed-up
+#: of its threads, :func:`wmdeval.planning.wall.speedup`), for a slower or busier node
+#: than the one measured...
 RUNTIME_FACTOR = 2.0
 #: ... plus these minutes (start-up, writing the tables).
 RUNTIME_FLOOR = 5
@@ -179,7 +183,7 @@ def forecast_totals(
         fixed = setup_seconds + bounds_setup_seconds(bounds_setup, shard["vocabulary"])
         fixed_total += fixed
         cpu = fixed + query_cpu * share
-        wall = cpu / max(0.9 * threads, 1.0)
+        wall = cpu / speedup(threads)
         per_shard.append(
             {
                 "shard": f"{k}-of-{len(shards)}",
