@@ -141,4 +141,5 @@ def test_bad_plans_stop_with_one_line():
 def test_a_long_path_is_described_in_one_line():
     assert describe_path(["a", "b"]) == "a > b"
     chain = [f"j{k}" for k in range(10)]
-    assert describe_path(chain) == "j0 > j1 > j2 > (4 more) > j7 > j8 > j9"
+    assert describe_path(chain, 6) == "j0 > j1 > j2 > (4 more) > j7 > j8 > j9"
+    assert describe_path(chain) == " > ".join(chain)
