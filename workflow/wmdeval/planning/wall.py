@@ -229,7 +229,7 @@ def wall_summary(
     return rows
 
 
-def describe_path(chain: Sequence[str], limit: int = 12) -> str:
+def describe_path(chain: Sequence[str], limit: int = 40) -> str:
     """The critical path in a line: its jobs joined by " > ", the middle left out past
     ``limit`` jobs."""
     if len(chain) <= limit:
