@@ -79,6 +79,12 @@ try:
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
+# The --cores of this run, for cost_forecast.tsv's wall time: an environment variable its
+# shell reads, not a param, so that another --cores reruns nothing (in a cluster job, the
+# job's own cores).
+if workflow.resource_settings.cores:
+    os.environ.update(WMDEVAL_CORES=str(workflow.resource_settings.cores))
+
 DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
 

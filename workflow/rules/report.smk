@@ -121,11 +121,11 @@ rule cost_forecast:
             }
         ),
         cores=" ".join(map(str, WALL_CORE_COUNTS)),
-    # the searches' wall time on the --cores of this run (not a param: another --cores
-    # reruns nothing) and on 2, 16 and 64 cores
+    # the searches' wall time on the --cores of this run (WMDEVAL_CORES, common.smk) and
+    # on 2, 16 and 64 cores
     shell:
         "wmdeval cost-forecast-table --forecasts {input} --expect {params.expect:q}"
-        " --cores {workflow.cores} {params.cores} --out {output} 2> {log}"
+        " --cores ${{WMDEVAL_CORES:-}} {params.cores} --out {output} 2> {log}"
 
 
 rule figure3:
