@@ -143,3 +143,55 @@ def test_a_long_path_is_described_in_one_line():
     chain = [f"j{k}" for k in range(10)]
     assert describe_path(chain, 6) == "j0 > j1 > j2 > (4 more) > j7 > j8 > j9"
     assert describe_path(chain) == " > ".join(chain)
+
+
+def test_each_jobs_expected_time_by_hand(tmp_path):
+    """planning/plan.py: the planning model before any file exists, the forecast's
+    figures once it does."""
+    import json
+
+    from wmdeval.planning import plan
+
+    wmd = {"forecast_queries": 30}
+    absent = {"forecast": str(tmp_path / "absent.json"), "documents": str(tmp_path / "no.parquet")}
+    search = {"dataset": "d", "variant": "original", "method": "wmd", "shard": "2-of-4"}
+    # 0.035 s x 18,821 documents / 4 shards + 8 s of set-up
+    seconds, scales, source = plan.job_seconds("wmd_search", search, absent, 18_821, wmd)
+    assert seconds == pytest.approx(0.035 * 18_821 / 4 + 8.0) and scales and source == "model"
+    # the forecast's shard once it exists
+    forecast = tmp_path / "wmd.json"
+    shards = [{"shard": f"{k}-of-4", "cpu_seconds": 10.0 * k} for k in range(1, 5)]
+    measured = {"cpu_seconds": 7.0, "setup_cpu_seconds": 2.0}
+    forecast.write_text(json.dumps({"forecast": {"shards": shards}, "measured": measured}))
+    inputs = {**absent, "forecast": str(forecast)}
+    assert plan.job_seconds("wmd_search_with_rwmd", search, inputs, 18_821, wmd) == (
+        20.0,
+        True,
+        "forecast",
+    )
+    with pytest.raises(WmdevalError, match="no shard 2-of-3"):
+        plan.job_seconds("wmd_search", {**search, "shard": "2-of-3"}, inputs, 10, wmd)
+    # a forecast job: 4 x 30 queries at 0.15 s and a shard's set-up; measured: 7 + 2 s
+    at = {"dataset": "d", "variant": "v", "method": "m"}
+    assert plan.job_seconds("wmd_forecast", at, {}, None, wmd)[:2] == (4 * 30 * 0.15 + 8.0, True)
+    assert plan.forecast_seconds(forecast, 30) == (9.0, True)
+    # a block of 64 before its documents exist: 1,000 documents' pairs at 0.3 ms
+    block = {"dataset": "d", "variant": "v", "method": "wmd", "block": "3-of-64"}
+    seconds, scales, source = plan.job_seconds("wmd_sample_block", block, absent, 1000, wmd)
+    assert seconds == pytest.approx(0.3e-3 * 1000 * 999 / 2 / 64) and scales
+    # evaluate: 10 s and 1.2 us per pair of documents; RWMD's matrix: not by its threads
+    assert plan.job_seconds("evaluate", {"dataset": "d"}, absent, 1000, wmd)[:2] == (
+        pytest.approx(10.0 + 1.2e-6 * 1000 * 1000 / 2),
+        False,
+    )
+    dense = plan.job_seconds("embedding_matrix", {"embedding_method": "wcd"}, absent, 1000, wmd)
+    assert dense == (pytest.approx(30.0 + 3e-7 * 1000 * 1000), False, "model")
+    # everything else, and the target rule
+    assert plan.job_seconds("ingest_kusner", {"dataset": "d"}, {}, 1000, wmd) == (
+        10.0,
+        False,
+        "other",
+    )
+    assert plan.job_seconds("all", {}, {}, None, wmd) == (0.0, False, "other")
+    assert plan.job_name("wmd_search", search) == "wmd_search d/original/wmd/2-of-4"
+    assert plan.job_name("tables", {}) == "tables"

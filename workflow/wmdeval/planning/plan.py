@@ -26,7 +26,6 @@ speed-up of a job's threads where they share its work.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 
 from ..core.errors import WmdevalError
@@ -207,20 +206,6 @@ def search_jobs(records: Sequence[Mapping], reused: Sequence[str] = ()) -> list[
     return jobs
 
 
-def minutes(seconds: float) -> str:
-    """A duration for a log line: "42 s", "12.5 min" or "3.2 h"."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def round_up_minutes(seconds: float) -> float:
-    """Seconds as minutes, one decimal, rounded up."""
-    return math.ceil(seconds / 6.0) / 10.0
-
-
 __all__ = [
     "OTHER_JOB_SECONDS",
     "PLANNED_SEARCH_SECONDS_PER_DOCUMENT",
@@ -231,5 +216,4 @@ __all__ = [
     "job_seconds",
     "job_name",
     "search_jobs",
-    "minutes",
 ]
