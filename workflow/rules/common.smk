@@ -804,4 +804,9 @@ def plan_wall_lines(dag, cores):
     return lines
 
 
-logging.getLogger("snakemake.logging").addHandler(PlanWall())
+# one handler, for this parse's workflow, even if a process parses the Snakefile again
+_snakemake_log = logging.getLogger("snakemake.logging")
+for _handler in list(_snakemake_log.handlers):
+    if type(_handler).__name__ == "PlanWall":
+        _snakemake_log.removeHandler(_handler)
+_snakemake_log.addHandler(PlanWall())
