@@ -195,3 +195,22 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     assert plan.job_seconds("all", {}, {}, None, wmd) == (0.0, False, "other")
     assert plan.job_name("wmd_search", search) == "wmd_search d/original/wmd/2-of-4"
     assert plan.job_name("tables", {}) == "tables"
+
+
+def test_auto_search_shards_by_hand():
+    from wmdeval.planning import plan
+
+    # the paper plan's knn datasets, 2 threads: 0.035 x 18,821 = 658.7 s of search; each
+    # job at most 120 s of wall: 120 x speed-up(2) = 208.7 s of CPU, less 8 s of set-up:
+    # 658.7 / 200.7 = 3.28 -> 4 shards
+    paper = [3108, 4370, 9152, 7093, 7674, 8000, 18_821]
+    assert plan.search_shard_count("auto", paper, 2)[0] == 4
+    assert "18,821 documents" in plan.search_shard_count("auto", paper, 2)[1]
+    # one thread: 658.7 / (120 - 8) = 5.9 -> 6
+    assert plan.search_shard_count("auto", paper, 1)[0] == 6
+    assert plan.search_shard_count("auto", [200, None], 1)[0] == 1
+    assert plan.search_shard_count("auto", [None], 4) == (
+        1,
+        "auto: no dataset in knn mode of known size",
+    )
+    assert plan.search_shard_count(3, paper, 2) == (3, "set in config")

@@ -636,6 +636,18 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     ):
         assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"
     check_paper_wall_time(plan.stderr, readme)
+    # wmd.search_shards: auto plans the paper's 4 shards (the same jobs)
+    auto = snakemake(
+        workdir,
+        "-n",
+        "--configfile",
+        "config/paper.yaml",
+        "--config",
+        "wmd={blocks: 64, threads: 2, mode: auto, search_shards: auto}",
+    )
+    assert auto.returncode == 0, auto.stderr[-3000:]
+    assert "wmdeval: wmd.search_shards: 4 (auto: 18,821 documents, at most 2 min" in auto.stderr
+    assert job_counts(auto) == job_counts(plan)
     # and the plan with every dataset in full mode
     plan = snakemake(
         workdir, "-n", "--configfile", "config/paper.yaml", "--config", "wmd={mode: full}"

@@ -26,6 +26,7 @@ from wmdeval.planning.plan import (
     OTHER_JOB_SECONDS as PLAN_OTHER_SECONDS,
     job_name,
     job_seconds as planned_job_seconds,
+    search_shard_count,
 )
 from wmdeval.planning.wall import (
     CORE_COUNTS as WALL_CORE_COUNTS,
@@ -310,11 +311,24 @@ def evaluate_neighbours(wildcards, input):
     return f"--neighbours '{spec_json(pairs)}'"
 
 
-# The stored work units of each method's neighbour search (knn mode), named like blocks.
+# The stored work units of each method's neighbour search (knn mode), named like blocks:
+# wmd.search_shards, or for auto decided here, once, from the config and the planned
+# documents of the datasets in knn mode (wmdeval/planning/plan.py).
+SEARCH_SHARD_COUNT, SEARCH_SHARDS_WHY = search_shard_count(
+    config["wmd"]["search_shards"],
+    [PLANNED_DOCUMENTS[d] for d in DATASETS if wmd_mode(d) == "knn"],
+    config["wmd"]["threads"],
+)
 SEARCH_SHARDS = [
-    f"{k}-of-{config['wmd']['search_shards']}"
-    for k in range(1, config["wmd"]["search_shards"] + 1)
+    f"{k}-of-{SEARCH_SHARD_COUNT}" for k in range(1, SEARCH_SHARD_COUNT + 1)
 ]
+if config["wmd"]["search_shards"] == "auto" and any(
+    wmd_mode(d) == "knn" for d in DATASETS
+):
+    print(
+        f"wmdeval: wmd.search_shards: {SEARCH_SHARD_COUNT} ({SEARCH_SHARDS_WHY})",
+        file=sys.stderr,
+    )
 
 
 def search_resources(input, shard, threads, attempt):

@@ -26,10 +26,11 @@ speed-up of a job's threads where they share its work.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..core.errors import WmdevalError
-from .wall import Job
+from .wall import Job, speedup
 
 #: Seconds of a job not forecast individually: the package's start-up (importing the
 #: solver's modules: 2.3 s CPU, 3.9 s wall at a load of 4 on the 2-core VM) plus reading
@@ -72,6 +73,35 @@ EMBEDDING_RULES = ("embedding_matrix", "sample_rwmd_matrix")
 EVALUATE_RULES = ("evaluate", "evaluate_allwords")
 #: Rules that only name the outputs (no command).
 TARGET_RULES = ("all",)
+
+
+#: ``wmd.search_shards: auto``: the planned wall seconds of one search job at most. Below
+#: the longest job of the paper plan that is not a search (20 Newsgroups' evaluate: 3.5
+#: minutes, benchmarks/results/paper_scale.json), so that no search job is the plan's
+#: critical path by itself.
+AUTO_SHARD_SECONDS = 120.0
+
+
+def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tuple[int, str]:
+    """(shards, why) for ``wmd.search_shards``: the number itself, or for ``auto`` the
+    fewest shards that plan each search job of the largest of the ``planned`` documents
+    of the datasets in knn mode at most :data:`AUTO_SHARD_SECONDS` of wall time on
+    ``threads`` threads (:data:`PLANNED_SEARCH_SECONDS_PER_DOCUMENT` per document over
+    the shards, :data:`PLANNED_SHARD_SECONDS` each, over
+    :func:`~wmdeval.planning.wall.speedup`); 1 without a dataset in knn mode of known
+    size. Only the config and the planned documents decide it: the same config and the
+    same files give the same shards."""
+    if value != "auto":
+        return int(value), "set in config"
+    largest = max((n for n in planned if n), default=0)
+    if not largest:
+        return 1, "auto: no dataset in knn mode of known size"
+    budget = AUTO_SHARD_SECONDS * speedup(threads) - PLANNED_SHARD_SECONDS
+    shards = max(1, math.ceil(PLANNED_SEARCH_SECONDS_PER_DOCUMENT * largest / budget))
+    return shards, (
+        f"auto: {largest:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min of wall"
+        f" time per search job on {threads} thread(s)"
+    )
 
 
 def _read_forecast(path) -> dict | None:
@@ -210,6 +240,8 @@ __all__ = [
     "OTHER_JOB_SECONDS",
     "PLANNED_SEARCH_SECONDS_PER_DOCUMENT",
     "PLANNED_SHARD_SECONDS",
+    "AUTO_SHARD_SECONDS",
+    "search_shard_count",
     "search_seconds",
     "forecast_seconds",
     "block_seconds",
