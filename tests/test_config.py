@@ -122,3 +122,19 @@ def test_defaults_of_a_key_are_the_schemas_with_nested_defaults_filled():
     assert wconfig.defaults("evaluation")["knn"]["k"][-1] == 19
     with pytest.raises(KeyError, match="no config key evaluation.nope"):
         wconfig.defaults("evaluation", "nope")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(0, "0 is less than the minimum of 1"), ("many", "'many' does not match '^auto$'")],
+)
+def test_search_shards_is_a_count_or_auto(value, message):
+    def with_shards(shards):
+        return {**DEMO, "wmd": {**DEMO.get("wmd", {}), "search_shards": shards}}
+
+    assert validated(with_shards("auto"))["wmd"]["search_shards"] == "auto"
+    # as Snakemake's --config may deliver it: a string
+    assert validated(with_shards("8"))["wmd"]["search_shards"] == 8
+    with pytest.raises(WmdevalError, match=r"wmd\.search_shards") as error:
+        validated(with_shards(value))
+    assert message in str(error.value) and "\n" not in str(error.value)

@@ -81,10 +81,83 @@ def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win
         peak_mb=100.0,
     )
     assert got["solves"] == 50.0 and got["cpu_seconds"] == 600.0
-    # 600 s on 2 threads at 0.9 each: 333 s wall; 5 + 2 x 5.56 = 16.1 -> 17 minutes
+    # 600 s on 2 threads at Amdahl's serial share 0.15: 600 x (0.15 + 0.85 / 2) = 345 s
+    # wall; 5 + 2 x 5.75 = 16.5 -> 17 minutes
     assert got["shards"][0]["runtime"] == 17 and got["shards"][0]["mem_mb"] == 2000
     with pytest.raises(ValueError):
         forecast.forecast_totals(1, 1, 1, 0.5, 1.5, 0, {}, [], 1, 1, 1)
+
+
+def test_the_runtime_divides_by_the_speed_up_of_the_threads_not_by_the_threads():
+    """20 Newsgroups in one shard (issue 40): 10,927 queries at 0.15 CPU-s each, 16
+    threads. Amdahl's law with the serial share 0.15: 16 threads run 1 / (0.15 + 0.85 /
+    16) = 4.92x one thread, so 1,639 s of CPU take 333 s; declared 5 + 2 x 333 / 60 =
+    16.1 -> 17 minutes. The old 0.9 x threads declared 5 + 2 x 1639 / 14.4 / 60 -> 9."""
+    from wmdeval.planning import wall
+
+    setup = {
+        "sample_vocabulary": 1,
+        "sample_cpu_seconds": 0.0,
+        "widest_shard_vocabulary": 1,
+        "widest_shard_cpu_seconds": 0.0,
+    }
+    got = forecast.forecast_totals(
+        n_queries=10_927,
+        solves_per_query=41.7,
+        cpu_per_query=0.15,
+        solve_share=0.5,
+        shared_share=0.0,
+        setup_seconds=0.0,
+        bounds_setup=setup,
+        shards=[{"queries": 10_927, "work": 1.0, "vocabulary": 1}],
+        threads=16,
+        model_mem_mb=1,
+        peak_mb=1.0,
+    )
+    cpu = 10_927 * 0.15
+    assert wall.speedup(16) == pytest.approx(4.923, abs=1e-3)
+    predicted = cpu * (0.15 + 0.85 / 16)
+    assert predicted == pytest.approx(332.9, abs=0.1)
+    runtime = got["shards"][0]["runtime"]
+    assert runtime == 17 and runtime * 60 >= predicted
+    # every thread count: at least the predicted wall, never below the floor
+    for threads in (1, 2, 4, 8, 16, 64):
+        shards = [{"queries": 10_927, "work": 1.0, "vocabulary": 1}]
+        one = forecast.forecast_totals(
+            10_927, 41.7, 0.15, 0.5, 0.0, 0.0, setup, shards, threads, 1, 1.0
+        )["shards"][0]
+        assert one["runtime"] * 60 >= cpu / wall.speedup(threads)
+        assert one["runtime"] >= forecast.RUNTIME_FLOOR
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_search_jobs_declared_runtime_covers_its_measured_wall(tmp_path, threads):
+    """A real search of a small corpus at 1, 2 and 4 threads: the runtime the wmd_search
+    job declares (its forecast's, as common.smk reads it) is at least its wall time."""
+    import time
+
+    docs, emb, splits, paths = corpus(tmp_path, n=80, seed=5)
+    out = tmp_path / "wmd.json"
+    argv = forecast_args(paths, out, shards=2)
+    argv[argv.index("--threads") + 1] = str(threads)
+    assert cli.main(argv) == 0
+    for shard in (0, 1):
+        start = time.perf_counter()
+        search.run_search(
+            paths["documents"],
+            paths["splits"],
+            paths["embeddings"],
+            "bow",
+            None,
+            shard,
+            2,
+            threads,
+            tmp_path / f"pairs{shard}.parquet",
+            tmp_path / f"certificates{shard}.parquet",
+        )
+        measured = time.perf_counter() - start
+        declared = resources.forecast_resources(out, f"{shard + 1}-of-2")["runtime"]
+        assert declared * 60 >= measured
 
 
 def test_the_bounds_set_up_is_the_line_through_its_two_timings():
@@ -288,11 +361,17 @@ def test_the_summary_table_covers_exactly_the_plans_forecasts(tmp_path, capsys):
     assert cli.main([*argv, "--expect", expect, "--out", str(table)]) == 0
     lines = [line.split("\t") for line in table.read_text().splitlines()]
     assert tuple(lines[0]) == forecast.TABLE_COLUMNS
-    assert [row[:3] for row in lines[1:]] == [
+    assert [row[:3] for row in lines[1:4]] == [
         ["tiny", "original", "wmd"],
         ["tiny", "clean", "wmd"],
         ["total", "", ""],
     ]
+    # without --cores no wall rows; each method's wall time alone
+    assert len(lines) == 4
+    wall = forecast.TABLE_COLUMNS.index("wall_min")
+    for row, path in zip(lines[1:3], (original, clean), strict=True):
+        record = json.loads(path.read_text())
+        assert float(row[wall]) == round(forecast.method_wall_seconds(record) / 60, 1)
     hours = [json.loads(p.read_text())["forecast"]["cpu_seconds"] / 3600 for p in (original, clean)]
     column = forecast.TABLE_COLUMNS.index("forecast_cpu_hours")
     assert math.isclose(float(lines[3][column]), round(sum(hours), 3))
@@ -312,6 +391,126 @@ def test_the_summary_table_covers_exactly_the_plans_forecasts(tmp_path, capsys):
     argv = ["cost-forecast-table", "--forecasts", str(bad), "--expect", fewer]
     assert cli.main([*argv, "--out", str(table)]) == 1
     assert "bad.json: not a forecast" in capsys.readouterr().err
+
+
+def fake_record(dataset, variant, method, first, shards, threads=1):
+    """A forecast's record as search_jobs reads it: its forecast job's CPU, its shards'."""
+    return {
+        "dataset": dataset,
+        "variant": variant,
+        "method": method,
+        "threads": threads,
+        "measured": {"cpu_seconds": first, "setup_cpu_seconds": 0.0},
+        "forecast": {
+            "cpu_seconds": first + sum(shards),
+            "shards": [
+                {"shard": f"{k}-of-{len(shards)}", "cpu_seconds": cpu}
+                for k, cpu in enumerate(shards, start=1)
+            ],
+        },
+    }
+
+
+def test_the_searches_wall_time_by_hand():
+    """The original's forecast (10 s), its shards (100 s, 60 s), their combining (10 s);
+    the clean variant's search (reusing the original's pairs) only after that: forecast
+    5 s, one 40 s shard, combining 10 s. One thread each (no speed-up model in play)."""
+    from wmdeval.planning import plan, wall
+
+    records = [
+        fake_record("d", "original", "wmd", 10.0, [100.0, 60.0]),
+        fake_record("d", "clean", "wmd", 5.0, [40.0]),
+    ]
+    jobs = plan.search_jobs(records, ["d/clean/wmd"])
+    assert plan.OTHER_JOB_SECONDS == 10.0
+    # chain: 10 + 100 + 10 + 5 + 40 + 10 = 175 s, on 2 cores or more
+    for cores in (2, 64):
+        assert wall.schedule(jobs, cores).wall == 175.0
+    seconds, chain = wall.critical_path(jobs, 2)
+    assert seconds == 175.0
+    assert chain == [
+        "wmd_forecast d/original/wmd",
+        "wmd_search d/original/wmd/1-of-2",
+        "wmd_neighbours d/original/wmd",
+        "wmd_forecast d/clean/wmd",
+        "wmd_search d/clean/wmd/1-of-1",
+        "wmd_neighbours d/clean/wmd",
+    ]
+    # one core: the clean forecast has nothing to wait for without reuse, and runs first
+    # or between; every job one after the other: 10 + 100 + 60 + 10 + 5 + 40 + 10 = 235
+    assert wall.schedule(jobs, 1).wall == 235.0
+    independent = plan.search_jobs(records)
+    assert wall.schedule(independent, 2).wall == 120.0  # 10 + 100 + 10
+    # 2 threads: the shards' and forecasts' CPU over speed-up(2) = 1.739
+    two = plan.search_jobs([fake_record("d", "original", "wmd", 10.0, [100.0], threads=2)])
+    assert wall.schedule(two, 2).wall == pytest.approx(110 * 0.575 + 10)
+    assert forecast.method_wall_seconds(
+        fake_record("d", "original", "wmd", 10.0, [100.0, 60.0], threads=2)
+    ) == pytest.approx(110 * 0.575)
+
+
+def test_the_table_ends_with_the_searches_wall_time_per_core_count(tmp_path):
+    records = [
+        fake_record("d", "original", "wmd", 10.0, [100.0, 60.0]),
+        fake_record("d", "clean", "wmd", 5.0, [40.0]),
+    ]
+    paths = []
+    for r in records:
+        path = tmp_path / f"{r['variant']}.json"
+        record = {
+            **r,
+            "format": forecast.FORMAT,
+            "documents": 10,
+            "words_per_document": 5.0,
+            "search_shards": len(r["forecast"]["shards"]),
+        }
+        record["measured"] = {
+            **r["measured"],
+            "queries": 10,
+            "sampled_queries": 4,
+            "solves_per_query": 3.0,
+            "cpu_seconds_per_query": 1.0,
+            "bounds_share": 0.5,
+            "sharing": {"shared_share": 0.0},
+        }
+        record["forecast"] = {
+            **r["forecast"],
+            "solves": 30.0,
+            "shards": [{**s, "runtime": 6, "mem_mb": 100} for s in r["forecast"]["shards"]],
+        }
+        path.write_text(json.dumps(record))
+        paths.append(str(path))
+    out = tmp_path / "cost_forecast.tsv"
+    expect = json.dumps({"forecasts": ["d/original/wmd", "d/clean/wmd"], "reused": ["d/clean/wmd"]})
+    argv = ["cost-forecast-table", "--forecasts", *paths, "--expect", expect]
+    assert cli.main([*argv, "--cores", "1", "2", "1", "--out", str(out)]) == 0
+    lines = [line.split("\t") for line in out.read_text().splitlines()]
+    wall = forecast.TABLE_COLUMNS.index("wall_min")
+    assert [row[:2] for row in lines[3:]] == [
+        ["total", ""],
+        ["searches_wall", "1 cores"],
+        ["searches_wall", "2 cores"],
+    ]
+    # 235 s on one core, 175 s on two (test_the_searches_wall_time_by_hand)
+    assert [row[wall] for row in lines[4:]] == [str(round(235 / 60, 1)), str(round(175 / 60, 1))]
+    assert lines[5][2].startswith("wmd_forecast d/original/wmd > wmd_search d/original/wmd/1-of-2")
+    assert cli.main([*argv, "--cores", "0", "--out", str(out)]) == 1
+
+
+def test_a_plan_without_knn_datasets_gets_a_table_without_forecasts(tmp_path, capsys):
+    """Every dataset in full mode: the rule passes no forecast; an empty table, not an
+    argparse error."""
+    out = tmp_path / "cost_forecast.tsv"
+    argv = ["cost-forecast-table", "--forecasts", "--expect", '{"forecasts": [], "reused": []}']
+    assert cli.main([*argv, "--cores", "2", "64", "--out", str(out)]) == 0
+    lines = [line.split("\t") for line in out.read_text().splitlines()]
+    assert tuple(lines[0]) == forecast.TABLE_COLUMNS
+    assert [row[:3] for row in lines[1:]] == [
+        ["total", "", ""],
+        ["searches_wall", "2 cores", "-"],
+        ["searches_wall", "64 cores", "-"],
+    ]
+    assert lines[1][forecast.TABLE_COLUMNS.index("forecast_cpu_hours")] == "0.0"
 
 
 KNN_CONFIG = """\
@@ -357,3 +556,22 @@ def test_a_dry_run_plans_a_forecast_per_transport_method_and_the_summary(tmp_pat
     # the demo lists RWMD: WMD's search jobs write its lists too
     assert counts == {"wmd_forecast": "3", "cost_forecast": "1", "wmd_search_with_rwmd": "2"}
     assert not (tmp_path / "results").exists()
+
+
+def test_the_cost_forecast_job_runs_with_every_dataset_in_full_mode(tmp_path):
+    """The demo (every dataset in full mode) asked for cost_forecast.tsv: the job has no
+    forecast to read and writes the empty table with its wall rows (it stopped with an
+    argparse error: --forecasts expected at least one argument)."""
+    from workflow_helpers import copy_workflow, snakemake
+
+    workdir = copy_workflow(tmp_path / "w")
+    run = snakemake(workdir, "--cores", "3", "results/tables/cost_forecast.tsv")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    lines = (workdir / "results/tables/cost_forecast.tsv").read_text().splitlines()
+    assert [line.split("\t")[:2] for line in lines[1:]] == [
+        ["total", ""],
+        ["searches_wall", "3 cores"],
+        ["searches_wall", "2 cores"],
+        ["searches_wall", "16 cores"],
+        ["searches_wall", "64 cores"],
+    ]

@@ -9,6 +9,7 @@ config: test_workflow_small.py.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -634,6 +635,19 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
         f"turns {blocks:,} block submissions into {-(-blocks // bundle)}",
     ):
         assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"
+    check_paper_wall_time(plan.stderr, readme)
+    # wmd.search_shards: auto plans the paper's 4 shards (the same jobs)
+    auto = snakemake(
+        workdir,
+        "-n",
+        "--configfile",
+        "config/paper.yaml",
+        "--config",
+        "wmd={blocks: 64, threads: 2, mode: auto, search_shards: auto}",
+    )
+    assert auto.returncode == 0, auto.stderr[-3000:]
+    assert "wmdeval: wmd.search_shards: 4 (auto: 18,821 documents, at most 2 min" in auto.stderr
+    assert job_counts(auto) == job_counts(plan)
     # and the plan with every dataset in full mode
     plan = snakemake(
         workdir, "-n", "--configfile", "config/paper.yaml", "--config", "wmd={mode: full}"
@@ -642,3 +656,33 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     full = plan.stdout.split("Job stats:", 1)[1].splitlines()
     total = [int(row.split()[1]) for row in full if row.split()[:1] == ["total"]][0]
     assert f"({total:,} with every dataset in full mode)" in readme
+
+
+#: A dry run's wall-time line (common.smk's plan_wall_lines).
+WALL_LINE = re.compile(
+    r"^wmdeval: wall time on (\d+) cores( \(--cores\))?: ([\d.]+) min; critical path"
+    r" ([\d.]+) min: (.*); longest job ([\d.]+) min: (\S+ ?\S*)$",
+    re.M,
+)
+
+
+def check_paper_wall_time(log: str, readme: str) -> None:
+    """The paper plan's dry run (--cores 2) forecasts its wall time on 2, 16 and 64
+    cores; more cores never take longer, each wall time is at least its critical path,
+    which is at least the longest job; on 64 cores no search job is the longest (the
+    paper config's wmd.search_shards); the README quotes the numbers."""
+    assert "wmdeval: wall time forecast of " in log
+    walls = {}
+    for cores, used, wall, path, chain, longest, name in WALL_LINE.findall(log):
+        walls[int(cores)] = (float(wall), float(path), float(longest), chain, name, bool(used))
+    assert sorted(walls) == [2, 16, 64], log[-3000:]
+    assert walls[2][5] and not walls[16][5] and not walls[64][5]
+    assert walls[64][0] <= walls[16][0] <= walls[2][0]
+    for wall, path, longest, chain, _, _ in walls.values():
+        assert wall >= path >= longest
+        assert chain.startswith("download ") and chain.endswith(" > all")
+    assert not walls[64][4].startswith("wmd_search")
+    quoted = readme_block("paper-wall")
+    for cores in (2, 16, 64):
+        assert f"{walls[cores][0]:.1f} min on {cores} cores" in quoted, (cores, walls[cores])
+    assert f"critical path of {walls[64][1]:.1f} min" in quoted

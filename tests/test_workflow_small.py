@@ -321,8 +321,10 @@ def test_search_jobs_request_what_the_forecast_says(knn_run):
     assert table[0].split("\t")[:3] == ["dataset", "variant", "method"]
     rows = [tuple(line.split("\t")[:3]) for line in table[1:]]
     expected = [(p.parts[-4], p.parts[-3], p.stem) for p in forecasts]
-    assert sorted(rows[:-1]) == sorted(expected)
-    assert rows[-1] == ("total", "", "")
+    # then the total and the searches' wall time on --cores (2) and 2, 16, 64 cores
+    assert sorted(rows[:-4]) == sorted(expected)
+    assert rows[-4] == ("total", "", "")
+    assert [row[:2] for row in rows[-3:]] == [("searches_wall", f"{n} cores") for n in (2, 16, 64)]
 
 
 # ------------------------------------------ how many jobs solve a matrix is not stored

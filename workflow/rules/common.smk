@@ -1,11 +1,13 @@
 # Shared helpers: config validation, the datasets of this run, and output paths.
 # Planning only: it imports light modules (config, paths, resources), never POT.
 import json
+import logging
 import math
 import os
 import re
 import sys
 
+from snakemake_interface_logger_plugins.common import LogEvent
 from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
 from wmdeval.core.errors import WmdevalError
@@ -20,6 +22,19 @@ from wmdeval.core.methods import (
     pca_method_name,
 )
 from wmdeval.planning.environment import job_environment
+from wmdeval.planning.plan import (
+    OTHER_JOB_SECONDS as PLAN_OTHER_SECONDS,
+    job_name,
+    job_seconds as planned_job_seconds,
+    search_shard_count,
+)
+from wmdeval.planning.wall import (
+    CORE_COUNTS as WALL_CORE_COUNTS,
+    SEARCH_SERIAL_SHARE,
+    Job as PlannedJob,
+    describe_path,
+    wall_summary as plan_wall_summary,
+)
 from wmdeval.planning.modes import dataset_mode, planned_documents
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
@@ -64,6 +79,12 @@ try:
     os.environ.update(job_environment(config["blas_kernels"]))
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
+
+# The --cores of this run, for cost_forecast.tsv's wall time: an environment variable its
+# shell reads, not a param, so that another --cores reruns nothing (in a cluster job, the
+# job's own cores).
+if workflow.resource_settings.cores:
+    os.environ.update(WMDEVAL_CORES=str(workflow.resource_settings.cores))
 
 DATASETS = wmdeval_config.selected_datasets(config)
 VARIANTS = config["variants"]
@@ -290,11 +311,24 @@ def evaluate_neighbours(wildcards, input):
     return f"--neighbours '{spec_json(pairs)}'"
 
 
-# The stored work units of each method's neighbour search (knn mode), named like blocks.
+# The stored work units of each method's neighbour search (knn mode), named like blocks:
+# wmd.search_shards, or for auto decided here, once, from the config and the planned
+# documents of the datasets in knn mode (wmdeval/planning/plan.py).
+SEARCH_SHARD_COUNT, SEARCH_SHARDS_WHY = search_shard_count(
+    config["wmd"]["search_shards"],
+    [PLANNED_DOCUMENTS[d] for d in DATASETS if wmd_mode(d) == "knn"],
+    config["wmd"]["threads"],
+)
 SEARCH_SHARDS = [
-    f"{k}-of-{config['wmd']['search_shards']}"
-    for k in range(1, config["wmd"]["search_shards"] + 1)
+    f"{k}-of-{SEARCH_SHARD_COUNT}" for k in range(1, SEARCH_SHARD_COUNT + 1)
 ]
+if config["wmd"]["search_shards"] == "auto" and any(
+    wmd_mode(d) == "knn" for d in DATASETS
+):
+    print(
+        f"wmdeval: wmd.search_shards: {SEARCH_SHARD_COUNT} ({SEARCH_SHARDS_WHY})",
+        file=sys.stderr,
+    )
 
 
 def search_resources(input, shard, threads, attempt):
@@ -716,3 +750,77 @@ def callable_source(wildcards):
         if os.path.isfile(candidate):
             return [candidate]
     return []
+
+
+# The plan's wall time, said once Snakemake has built the DAG (a dry run too, and before
+# any job of a real run starts): every job to run, its expected time
+# (wmdeval/planning/plan.py: search shards from their forecasts once those exist) and
+# what it waits for, scheduled on --cores (workflow.cores; 1 in a dry run without
+# --cores) and on 2, 16 and 64 cores as Snakemake schedules local jobs
+# (wmdeval/planning/wall.py). Snakemake has no hook after the DAG in a dry run, so this
+# listens for its run-info message (the job stats), in the main process only.
+class PlanWall(logging.Handler):
+    said = False
+
+    def emit(self, record):
+        if PlanWall.said or getattr(record, "event", None) != LogEvent.RUN_INFO:
+            return
+        PlanWall.said = True
+        try:
+            for line in plan_wall_lines(workflow.dag, workflow.cores):
+                print(f"wmdeval: {line}", file=sys.stderr)
+        except WmdevalError as error:
+            print(f"wmdeval: wall time not forecast: {error}", file=sys.stderr)
+
+
+def plan_wall_lines(dag, cores):
+    """The wall-time lines of the jobs Snakemake will run (see PlanWall)."""
+    jobs, sources, names = [], {}, {}
+    for job in dag.needrun_jobs():
+        names[job] = job_name(job.rule.name, dict(job.wildcards.items()))
+    # in the order of their names: the same schedule from every run of the same plan
+    needed = sorted(names, key=names.get)
+    for job in needed:
+        wildcards = dict(job.wildcards.items())
+        inputs = dict(job.input.items())
+        dataset = wildcards.get("dataset")
+        planned = (
+            planned_rows(dataset, inputs.get("documents", ""))
+            if dataset in PLANNED_DOCUMENTS
+            else None
+        )
+        seconds, scales, source = planned_job_seconds(
+            job.rule.name, wildcards, inputs, planned, config["wmd"]
+        )
+        sources[source] = sources.get(source, 0) + 1
+        declared = job.rule.resources.get("_cores")
+        threads = declared if isinstance(declared, int) else job.threads
+        after = tuple(names[d] for d in dag.dependencies[job] if d in names)
+        jobs.append(
+            PlannedJob(names[job], seconds, max(int(threads), 1), after, scales)
+        )
+    counts = [cores] + [n for n in WALL_CORE_COUNTS if n != cores]
+    lines = [
+        f"wall time forecast of {len(jobs)} jobs (docs/scale.md; thread speed-up by"
+        f" Amdahl's law, serial share {SEARCH_SERIAL_SHARE}): "
+        f"{sources.get('forecast', 0)} from cost forecasts, {sources.get('model', 0)}"
+        f" from work models, {sources.get('other', 0)} not forecast individually"
+        f" ({PLAN_OTHER_SECONDS:.0f} s each)"
+    ]
+    for row in plan_wall_summary(jobs, counts):
+        used = " (--cores)" if row["cores"] == cores else ""
+        lines.append(
+            f"wall time on {row['cores']} cores{used}: {row['wall_seconds'] / 60:.1f} min;"
+            f" critical path {row['critical_seconds'] / 60:.1f} min:"
+            f" {describe_path(row['critical_path'])}; longest job"
+            f" {row['longest_job_seconds'] / 60:.1f} min: {row['longest_job']}"
+        )
+    return lines
+
+
+# one handler, for this parse's workflow, even if a process parses the Snakefile again
+_snakemake_log = logging.getLogger("snakemake.logging")
+for _handler in list(_snakemake_log.handlers):
+    if type(_handler).__name__ == "PlanWall":
+        _snakemake_log.removeHandler(_handler)
+_snakemake_log.addHandler(PlanWall())

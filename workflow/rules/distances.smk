@@ -136,8 +136,8 @@ ruleorder: wmd_subset > wmd_gather
 
 # wmd.mode knn: instead of full matrices, an exact top-k search per query, pruned by lower
 # bounds, for exactly the neighbours kNN and wkNN read (workflow/wmdeval/distances/wmd/
-# search.py and bounds.py). Stored in query shards ("<k>-of-<wmd.search_shards>"), one job
-# each, then combined per method into a neighbour table that evaluate reads. The clean
+# search.py and bounds.py). Stored in query shards ("<k>-of-<wmd.search_shards>", auto
+# decided in common.smk), one job each, then combined per method into a neighbour table that evaluate reads. The clean
 # variant's search of WMD, WRD and PCA WMD takes the pairs the original's solved between
 # two clean documents instead of solving them again, and its certificates: a clean list
 # within an original list of the same query needs no search once the certificate's bound
@@ -236,13 +236,13 @@ rule wmd_forecast:
     resources:
         # what one search shard holds (the sample's bounds are no larger)
         mem_mb=lambda wildcards, input, threads, attempt: wmd_search_resources(
-            input.documents, config["wmd"]["search_shards"], threads, attempt
+            input.documents, SEARCH_SHARD_COUNT, threads, attempt
         )["mem_mb"],
         runtime=lambda wildcards, attempt: 30 * attempt,
     params:
         weighting=transport_weighting,
         settings=spec_json(config["evaluation"]),
-        shards=config["wmd"]["search_shards"],
+        shards=SEARCH_SHARD_COUNT,
         queries=config["wmd"]["forecast_queries"],
         seed=config["wmd"]["forecast_seed"],
         reuse=search_reuse_arguments,

@@ -110,11 +110,22 @@ rule cost_forecast:
         runtime=10,
     params:
         expect=spec_json(
-            {"forecasts": [f"{d}/{v}/{slug}" for d, v, slug in planned_forecasts()]}
+            {
+                "forecasts": [f"{d}/{v}/{slug}" for d, v, slug in planned_forecasts()],
+                # the clean searches that wait for the original's pairs (search_reuse)
+                "reused": [
+                    f"{d}/{v}/{slug}"
+                    for d, v, slug in planned_forecasts()
+                    if v == "clean" and re.fullmatch(VARIANT_FREE_METHODS, slug)
+                ],
+            }
         ),
+        cores=" ".join(map(str, WALL_CORE_COUNTS)),
+    # the searches' wall time on the --cores of this run (WMDEVAL_CORES, common.smk) and
+    # on 2, 16 and 64 cores
     shell:
         "wmdeval cost-forecast-table --forecasts {input} --expect {params.expect:q}"
-        " --out {output} 2> {log}"
+        " --cores ${{WMDEVAL_CORES:-}} {params.cores} --out {output} 2> {log}"
 
 
 rule figure3:

@@ -594,12 +594,22 @@ COMMANDS: tuple[Command, ...] = (
         "planning.forecast:run_forecast_table",
         "every knn search's cost forecast in one table (results/tables/cost_forecast.tsv)",
         (
-            path("--forecasts", "paths", nargs="+"),
+            # none when every dataset is in full mode
+            path("--forecasts", "paths", nargs="*"),
             expect(
-                'the forecasts ({"forecasts": ["dataset/variant/method", ...]})',
+                'the forecasts ({"forecasts": ["dataset/variant/method", ...], "reused":'
+                " [the clean searches that take the original's pairs]})",
                 required=True,
             ),
             path("--out", "out_path"),
+            Arg(
+                "--cores",
+                "cores",
+                "core counts to forecast the searches' wall time on",
+                int,
+                required=False,
+                nargs="+",
+            ),
         ),
     ),
     Command(

@@ -162,8 +162,8 @@ def _read_string(text: str, schema: dict) -> Any:
     types = [types] if isinstance(types, str) else types
     if "null" in types and text.strip().lower() in _NULLS:
         return None
-    if "string" in types:
-        return text
+    # a string where no other type the key allows reads it (wmd.search_shards: "8" is 8,
+    # "auto" stays a string)
     for expected in types:
         value = _read_as(text, expected)
         if value is not _UNREAD:

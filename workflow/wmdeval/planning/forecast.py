@@ -37,7 +37,9 @@ a seeded sample of the method's queries, and scales it to every query:
 
 Each shard's CPU is its share of the queries' CPU (the larger of its share of the
 queries and its share of the estimated work by which :func:`query_shards` cuts them) plus
-that setup; its ``runtime`` is :data:`RUNTIME_FACTOR` times that on its threads plus
+that setup; its ``runtime`` is :data:`RUNTIME_FACTOR` times its wall time on its threads
+(that CPU over :func:`~wmdeval.planning.wall.speedup` of the threads, Amdahl's law with
+the measured serial share :data:`~wmdeval.planning.wall.SEARCH_SERIAL_SHARE`) plus
 :data:`RUNTIME_FLOOR` minutes; its ``mem_mb`` the larger of the memory model of
 :func:`wmdeval.planning.resources.search_resources` and :data:`PEAK_FACTOR` times the
 forecast job's own measured peak. ``wmd_search`` jobs read both from the file.
@@ -65,11 +67,13 @@ from ..core.progress import Progress
 from ..core.roles import query_roles
 from ..distances.wmd.pairs import document_work
 from .resources import search_resources
+from .wall import speedup
 
 LOG = logging.getLogger("wmdeval.planning.forecast")
 
-#: A shard's runtime: this many times its forecast wall time (its CPU over its threads),
-#: for a slower or busier node than the one measured...
+#: A shard's runtime: this many times its forecast wall time (its CPU over the speed-up
+#: of its threads, :func:`wmdeval.planning.wall.speedup`), for a slower or busier node
+#: than the one measured...
 RUNTIME_FACTOR = 2.0
 #: ... plus these minutes (start-up, writing the tables).
 RUNTIME_FLOOR = 5
@@ -179,7 +183,7 @@ def forecast_totals(
         fixed = setup_seconds + bounds_setup_seconds(bounds_setup, shard["vocabulary"])
         fixed_total += fixed
         cpu = fixed + query_cpu * share
-        wall = cpu / max(0.9 * threads, 1.0)
+        wall = cpu / speedup(threads)
         per_shard.append(
             {
                 "shard": f"{k}-of-{len(shards)}",
@@ -541,6 +545,7 @@ TABLE_COLUMNS = (
     "shards",
     "max_shard_runtime_min",
     "max_shard_mem_mb",
+    "wall_min",
 )
 
 
@@ -586,6 +591,7 @@ def table_rows(records: Sequence[Mapping]) -> list[dict]:
                 "shards": len(f["shards"]),
                 "max_shard_runtime_min": max((s["runtime"] for s in f["shards"]), default=0),
                 "max_shard_mem_mb": max((s["mem_mb"] for s in f["shards"]), default=0),
+                "wall_min": round(method_wall_seconds(r) / 60, 1),
             }
         )
     total = dict.fromkeys(TABLE_COLUMNS, "")
@@ -598,16 +604,60 @@ def table_rows(records: Sequence[Mapping]) -> list[dict]:
     )
     total["max_shard_runtime_min"] = max((row["max_shard_runtime_min"] for row in rows), default=0)
     total["max_shard_mem_mb"] = max((row["max_shard_mem_mb"] for row in rows), default=0)
+    total["wall_min"] = ""
     return [*rows, total]
 
 
-def run_forecast_table(paths: Sequence, expected: Mapping | None, out_path) -> None:
+def method_wall_seconds(record: Mapping) -> float:
+    """The expected wall seconds of one method's search alone: its forecast job and its
+    slowest shard after it, each its CPU over the speed-up of its threads."""
+    m, f = record["measured"], record["forecast"]
+    threads = int(record.get("threads", 1))
+    first = float(m.get("cpu_seconds", 0.0) + m.get("setup_cpu_seconds", 0.0))
+    slowest = max((float(s["cpu_seconds"]) for s in f["shards"]), default=0.0)
+    return (first + slowest) / speedup(threads)
+
+
+def wall_rows(records: Sequence[Mapping], reused: Sequence[str], cores: Sequence[int]) -> list:
+    """One row per core count (each once): the searches' wall time on that many cores
+    (every method's forecast job, its shards, the job combining them, and a clean search
+    in ``reused`` after the original's: :func:`wmdeval.planning.plan.search_jobs`,
+    scheduled by :func:`wmdeval.planning.wall.schedule`), the critical path in the
+    ``method`` column."""
+    from .plan import search_jobs
+    from .wall import describe_path, wall_summary
+
+    jobs = search_jobs(records, reused)
+    cpu_hours = round(sum(r["forecast"]["cpu_seconds"] for r in records) / 3600, 3)
+    rows = []
+    for summary in wall_summary(jobs, cores):
+        row = dict.fromkeys(TABLE_COLUMNS, "")
+        row["dataset"] = "searches_wall"
+        row["variant"] = f"{summary['cores']} cores"
+        row["method"] = describe_path(summary["critical_path"]) or "-"
+        row["shards"] = sum(len(r["forecast"]["shards"]) for r in records)
+        row["forecast_cpu_hours"] = cpu_hours
+        row["wall_min"] = round(summary["wall_seconds"] / 60, 1)
+        rows.append(row)
+    return rows
+
+
+def run_forecast_table(
+    paths: Sequence, expected: Mapping | None, out_path, cores: Sequence[int] = ()
+) -> None:
     """Every forecast of the plan in one TSV (``results/tables/cost_forecast.tsv``).
 
     ``expected``: ``{"dataset": [...], "variant": [...], "method": [...]}`` pairs of
     datasets in knn mode and their variants, with ``method`` the transport methods'
     slugs; ``paths`` must hold exactly one forecast of each combination listed in
-    ``expected["forecasts"]`` ("dataset/variant/method"), else nothing is written.
+    ``expected["forecasts"]`` ("dataset/variant/method"), else nothing is written;
+    ``expected["reused"]``: the clean variant's searches that take the original's pairs
+    (they wait for the original's). ``paths`` may be empty (every dataset in full mode:
+    no search to forecast): then only the header, the total and the wall rows.
+
+    After the total, a ``searches_wall`` row per number of ``cores`` (:func:`wall_rows`):
+    the searches' wall time on that many cores and their critical path. The whole
+    plan's wall time (every job) is what a dry run says (``workflow/rules/common.smk``).
     """
     records = [read_forecast(p) for p in paths]
     found = {
@@ -630,7 +680,8 @@ def run_forecast_table(paths: Sequence, expected: Mapping | None, out_path) -> N
                 f"{found[extra[0]]}: a forecast of {extra[0]}, which this run does not plan"
                 " (a stale input?)"
             )
-    rows = table_rows(records)
+    reused = (expected or {}).get("reused", [])
+    rows = table_rows(records) + wall_rows(records, reused, cores)
     lines = ["\t".join(TABLE_COLUMNS)]
     lines += ["\t".join(str(row[c]) for c in TABLE_COLUMNS) for row in rows]
     io.write_text(out_path, "\n".join(lines) + "\n")
@@ -651,5 +702,7 @@ __all__ = [
     "run_forecast",
     "read_forecast",
     "table_rows",
+    "method_wall_seconds",
+    "wall_rows",
     "run_forecast_table",
 ]

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from ..core.errors import WmdevalError
 from ..distances.wmd.pairs import SECONDS_PER_UNIT, document_work, row_work
 from ..ingest.kusner import mat_documents, mat_loaded_mb
+from .wall import speedup
 
 
 @functools.lru_cache(maxsize=64)
@@ -48,8 +49,10 @@ def block_resources(
 
     Uses the work model of the block plan: a block holds 1/n_blocks of the estimated
     work of all n(n-1)/2 pairs (a one-fold dataset's skipped pairs are not subtracted).
-    Generous on purpose (3x the fitted time, as clusters' cores are often slower than
-    the machine it was fitted on), and doubled per retry (``attempt`` 1, 2, ...). Before
+    Its threads divide the time by their speed-up (:func:`~wmdeval.planning.wall.speedup`,
+    Amdahl's law with :data:`~wmdeval.planning.wall.SEARCH_SERIAL_SHARE`). Generous on
+    purpose (3x the fitted time, as clusters' cores are often slower than the machine it
+    was fitted on), and doubled per retry (``attempt`` 1, 2, ...). Before
     the documents exist (a dry run), a nominal request.
 
     Memory counts the word vectors (``embeddings_path``, the whole file is read: 8x its
@@ -64,8 +67,7 @@ def block_resources(
     sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
     n = len(sizes)
     pairs = n * (n - 1) / 2
-    units = row_work(document_work(sizes)).sum()
-    seconds = units * SECONDS_PER_UNIT / n_blocks / max(threads * 0.9, 1.0)
+    seconds = block_work_seconds(documents_path, n_blocks) / speedup(threads)
     runtime = int(np.ceil(5 + 3 * seconds / 60))
     # the block's pairs (i, j, distance and numpy copies) plus the documents and vectors,
     # and each thread's row of problems
@@ -81,6 +83,18 @@ def block_resources(
     )
     factor = 2 ** (attempt - 1)
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
+
+
+def block_work_seconds(documents_path, n_blocks: int) -> float | None:
+    """CPU seconds at one thread of one block of ``n_blocks``, by the work model of the
+    block plan (1/n_blocks of the estimated work of all pairs); None before the
+    documents exist."""
+    try:
+        stat = os.stat(documents_path)
+    except (OSError, TypeError):
+        return None
+    sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
+    return float(row_work(document_work(sizes)).sum()) * SECONDS_PER_UNIT / n_blocks
 
 
 @functools.lru_cache(maxsize=64)
@@ -166,7 +180,7 @@ def search_resources(
     working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
     mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()
-    seconds = units * SECONDS_PER_UNIT / n_shards / max(threads * 0.9, 1.0)
+    seconds = units * SECONDS_PER_UNIT / n_shards / speedup(threads)
     runtime = int(np.ceil(10 + 3 * seconds / 60))
     factor = 2 ** (attempt - 1)
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
@@ -348,13 +362,22 @@ def embedding_matrix_runtime(
     (:data:`RWMD_SECONDS_PER_DOCUMENT_WORD`) gives, not divided by its threads. Doubled
     per retry; before the documents exist (a dry run), from the ``planned`` count and
     :data:`PLANNED_VOCABULARY`, 60 if unknown."""
+    seconds = embedding_matrix_seconds(documents_path, method, planned)
+    if seconds is None:
+        return 60 * attempt
+    return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
+
+
+def embedding_matrix_seconds(documents_path, method: str, planned: int | None = None):
+    """Expected CPU seconds of an ``embedding_matrix`` job (see
+    :func:`embedding_matrix_runtime`); None if the documents are unknown."""
     n = _n_documents(documents_path, planned)
     if n is None:
-        return 60 * attempt
+        return None
     seconds = 30.0 + 3e-7 * n * n  # the n x n matrix by bands (WCD, 20 Newsgroups: 53 s)
     if method == "rwmd":
         seconds += RWMD_SECONDS_PER_DOCUMENT_WORD * n * _vocabulary(documents_path)
-    return int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1)
+    return seconds
 
 
 def kusner_ingest_mem_mb(mat_path, attempt: int = 1) -> int:

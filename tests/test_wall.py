@@ -1,0 +1,216 @@
+"""The plan's wall time (wmdeval.planning.wall): hand-made DAGs, hand-computed makespans."""
+
+import pytest
+
+from wmdeval.core.errors import WmdevalError
+from wmdeval.planning.wall import (
+    Job,
+    critical_path,
+    describe_path,
+    schedule,
+    speedup,
+    wall_summary,
+)
+
+
+def test_the_speed_up_is_amdahls_law():
+    # 1 / (s + (1 - s) / t)
+    assert speedup(1, 0.15) == 1.0
+    assert speedup(2, 0.15) == pytest.approx(1 / 0.575)  # 1.739
+    assert speedup(16, 0.15) == pytest.approx(1 / (0.15 + 0.85 / 16))  # 4.92
+    assert speedup(16, 0.0) == pytest.approx(16.0)
+    assert speedup(16, 1.0) == 1.0
+    with pytest.raises(ValueError):
+        speedup(0)
+    with pytest.raises(ValueError):
+        speedup(2, 1.5)
+
+
+def test_a_chain_takes_the_sum_of_its_jobs():
+    jobs = [Job("a", 10), Job("b", 20, after=("a",)), Job("c", 5, after=("b",))]
+    plan = schedule(jobs, 4, serial_share=0.0)
+    assert plan.wall == 35.0
+    assert plan.start == {"a": 0.0, "b": 10.0, "c": 30.0}
+    assert critical_path(jobs, 4, 0.0) == (35.0, ["a", "b", "c"])
+
+
+def test_a_fan_out_wider_than_the_cores_runs_in_waves():
+    # r (1 s), then five 10 s jobs on 2 cores: [1, 11], [11, 21], [21, 31]
+    jobs = [Job("r", 1)] + [Job(f"x{k}", 10, after=("r",)) for k in range(5)]
+    plan = schedule(jobs, 2)
+    assert plan.wall == 31.0
+    assert [plan.start[f"x{k}"] for k in range(5)] == [1.0, 1.0, 11.0, 11.0, 21.0]
+    assert critical_path(jobs, 2) == (11.0, ["r", "x0"])
+    # enough cores: the critical path is the wall time
+    assert schedule(jobs, 8).wall == 11.0
+
+
+def test_a_diamond_waits_for_its_longer_side():
+    jobs = [
+        Job("a", 2),
+        Job("b", 10, after=("a",)),
+        Job("c", 4, after=("a",)),
+        Job("d", 1, after=("b", "c")),
+    ]
+    assert schedule(jobs, 2).wall == 13.0
+    # one core: b and c one after the other (b first, as listed)
+    one = schedule(jobs, 1)
+    assert one.wall == 17.0 and one.start["c"] == 12.0
+    assert critical_path(jobs, 1) == (13.0, ["a", "b", "d"])
+
+
+def test_a_job_with_more_threads_than_cores_runs_with_the_cores():
+    job = Job("search", 100.0, threads=4)
+    # 2 cores: 100 / speed-up(2) = 100 x 0.575 = 57.5 s
+    assert schedule([job], 2, 0.15).wall == pytest.approx(57.5)
+    # 4 cores: 100 x (0.15 + 0.85 / 4) = 36.25 s
+    assert schedule([job], 4, 0.15).wall == pytest.approx(36.25)
+    assert schedule([job], 64, 0.15).wall == pytest.approx(36.25)
+    # a job whose threads do not share its work
+    assert schedule([Job("rwmd", 100.0, threads=4, scales=False)], 4).wall == 100.0
+
+
+def test_the_widest_ready_job_starts_first_and_priority_before_that():
+    # 2 cores: the two-thread job first (uses both), then the two one-thread jobs
+    jobs = [Job("one", 10), Job("two", 10), Job("wide", 10, threads=2)]
+    plan = schedule(jobs, 2, serial_share=0.0)
+    assert plan.start == {"wide": 0.0, "one": 5.0, "two": 5.0}
+    assert plan.wall == 15.0
+    first = [Job("one", 10, priority=1), Job("wide", 10, threads=2)]
+    plan = schedule(first, 2, serial_share=0.0)
+    assert plan.start == {"one": 0.0, "wide": 10.0} and plan.wall == 15.0
+
+
+def test_the_summary_per_core_count():
+    jobs = [Job("r", 1)] + [Job(f"x{k}", 10, after=("r",)) for k in range(5)]
+    rows = wall_summary(jobs, [2, 8, 2])
+    assert [row["cores"] for row in rows] == [2, 8]
+    assert rows[0]["wall_seconds"] == 31.0 and rows[1]["wall_seconds"] == 11.0
+    assert rows[0]["critical_path"] == ["r", "x0"] and rows[0]["critical_seconds"] == 11.0
+    assert rows[0]["longest_job"] == "x0" and rows[0]["longest_job_seconds"] == 10.0
+    assert rows[0]["cpu_seconds"] == 51.0
+    assert wall_summary([], [4]) == [
+        {
+            "cores": 4,
+            "wall_seconds": 0.0,
+            "critical_seconds": 0.0,
+            "critical_path": [],
+            "longest_job": "",
+            "longest_job_seconds": 0.0,
+            "cpu_seconds": 0,
+        }
+    ]
+
+
+def test_the_wall_time_is_bounded_by_the_path_and_the_work():
+    """On random DAGs: wall >= critical path >= longest job; wall >= work / cores;
+    every job starts after those it waits for; the path is a chain of them."""
+    import random
+
+    rng = random.Random(3)
+    for _ in range(50):
+        jobs = []
+        for k in range(rng.randint(1, 25)):
+            picks = rng.randint(0, 2) if k else 0
+            after = tuple(sorted({f"j{rng.randrange(k)}" for _ in range(picks)}))
+            jobs.append(Job(f"j{k}", rng.uniform(0, 50), rng.choice([1, 1, 2, 4]), after))
+        for cores in (1, 2, 3, 16):
+            plan = schedule(jobs, cores)
+            path, chain = critical_path(jobs, cores)
+            longest = max(job.wall(cores) for job in jobs)
+            work = sum(job.wall(cores) * job.cores(cores) for job in jobs)
+            assert plan.wall >= path - 1e-9 >= longest - 2e-9
+            assert plan.wall >= work / cores - 1e-9
+            for job in jobs:  # every job after those it waits for
+                assert all(plan.start[job.name] >= plan.end[a] for a in job.after)
+            by_name = {job.name: job for job in jobs}
+            assert all(b in by_name[a].after for a, b in zip(chain[1:], chain, strict=False))
+
+
+def test_bad_plans_stop_with_one_line():
+    with pytest.raises(WmdevalError, match="'b' waits for unknown 'z'"):
+        schedule([Job("a", 1), Job("b", 1, after=("z",))], 2)
+    with pytest.raises(WmdevalError, match="listed twice"):
+        schedule([Job("a", 1), Job("a", 1)], 2)
+    with pytest.raises(WmdevalError, match="cycle"):
+        schedule([Job("a", 1, after=("b",)), Job("b", 1, after=("a",))], 2)
+    with pytest.raises(WmdevalError, match="cores must be >= 1"):
+        schedule([Job("a", 1)], 0)
+
+
+def test_a_long_path_is_described_in_one_line():
+    assert describe_path(["a", "b"]) == "a > b"
+    chain = [f"j{k}" for k in range(10)]
+    assert describe_path(chain, 6) == "j0 > j1 > j2 > (4 more) > j7 > j8 > j9"
+    assert describe_path(chain) == " > ".join(chain)
+
+
+def test_each_jobs_expected_time_by_hand(tmp_path):
+    """planning/plan.py: the planning model before any file exists, the forecast's
+    figures once it does."""
+    import json
+
+    from wmdeval.planning import plan
+
+    wmd = {"forecast_queries": 30}
+    absent = {"forecast": str(tmp_path / "absent.json"), "documents": str(tmp_path / "no.parquet")}
+    search = {"dataset": "d", "variant": "original", "method": "wmd", "shard": "2-of-4"}
+    # 0.035 s x 18,821 documents / 4 shards + 8 s of set-up
+    seconds, scales, source = plan.job_seconds("wmd_search", search, absent, 18_821, wmd)
+    assert seconds == pytest.approx(0.035 * 18_821 / 4 + 8.0) and scales and source == "model"
+    # the forecast's shard once it exists
+    forecast = tmp_path / "wmd.json"
+    shards = [{"shard": f"{k}-of-4", "cpu_seconds": 10.0 * k} for k in range(1, 5)]
+    measured = {"cpu_seconds": 7.0, "setup_cpu_seconds": 2.0}
+    forecast.write_text(json.dumps({"forecast": {"shards": shards}, "measured": measured}))
+    inputs = {**absent, "forecast": str(forecast)}
+    assert plan.job_seconds("wmd_search_with_rwmd", search, inputs, 18_821, wmd) == (
+        20.0,
+        True,
+        "forecast",
+    )
+    with pytest.raises(WmdevalError, match="no shard 2-of-3"):
+        plan.job_seconds("wmd_search", {**search, "shard": "2-of-3"}, inputs, 10, wmd)
+    # a forecast job: 4 x 30 queries at 0.15 s and a shard's set-up; measured: 7 + 2 s
+    at = {"dataset": "d", "variant": "v", "method": "m"}
+    assert plan.job_seconds("wmd_forecast", at, {}, None, wmd)[:2] == (4 * 30 * 0.15 + 8.0, True)
+    assert plan.forecast_seconds(forecast, 30) == (9.0, True)
+    # a block of 64 before its documents exist: 1,000 documents' pairs at 0.3 ms
+    block = {"dataset": "d", "variant": "v", "method": "wmd", "block": "3-of-64"}
+    seconds, scales, source = plan.job_seconds("wmd_sample_block", block, absent, 1000, wmd)
+    assert seconds == pytest.approx(0.3e-3 * 1000 * 999 / 2 / 64) and scales
+    # evaluate: 10 s and 1.2 us per pair of documents; RWMD's matrix: not by its threads
+    assert plan.job_seconds("evaluate", {"dataset": "d"}, absent, 1000, wmd)[:2] == (
+        pytest.approx(10.0 + 1.2e-6 * 1000 * 1000 / 2),
+        False,
+    )
+    dense = plan.job_seconds("embedding_matrix", {"embedding_method": "wcd"}, absent, 1000, wmd)
+    assert dense == (pytest.approx(30.0 + 3e-7 * 1000 * 1000), False, "model")
+    # everything else, and the target rule
+    assert plan.job_seconds("ingest_kusner", {"dataset": "d"}, {}, 1000, wmd) == (
+        10.0,
+        False,
+        "other",
+    )
+    assert plan.job_seconds("all", {}, {}, None, wmd) == (0.0, False, "other")
+    assert plan.job_name("wmd_search", search) == "wmd_search d/original/wmd/2-of-4"
+    assert plan.job_name("tables", {}) == "tables"
+
+
+def test_auto_search_shards_by_hand():
+    from wmdeval.planning import plan
+
+    # the paper plan's knn datasets, 2 threads: 0.035 x 18,821 = 658.7 s of search; each
+    # job at most 120 s of wall: 120 x speed-up(2) = 208.7 s of CPU, less 8 s of set-up:
+    # 658.7 / 200.7 = 3.28 -> 4 shards
+    paper = [3108, 4370, 9152, 7093, 7674, 8000, 18_821]
+    assert plan.search_shard_count("auto", paper, 2)[0] == 4
+    assert "18,821 documents" in plan.search_shard_count("auto", paper, 2)[1]
+    # one thread: 658.7 / (120 - 8) = 5.9 -> 6
+    assert plan.search_shard_count("auto", paper, 1)[0] == 6
+    assert plan.search_shard_count("auto", [200, None], 1)[0] == 1
+    assert plan.search_shard_count("auto", [None], 4) == (
+        1,
+        "auto: no dataset in knn mode of known size",
+    )
+    assert plan.search_shard_count(3, paper, 2) == (3, "set in config")

@@ -1,0 +1,251 @@
+"""Each job's expected time, for the plan's wall time (:mod:`wmdeval.planning.wall`).
+
+``workflow/rules/common.smk`` asks :func:`job_seconds` for every job of the DAG once
+Snakemake has built it (a dry run included) and prints the wall time at ``--cores`` and
+at :data:`~wmdeval.planning.wall.CORE_COUNTS` cores; ``cost_forecast.tsv`` schedules the
+searches of its forecasts (:func:`search_jobs`). Expected times, not the declared
+``runtime`` (which is generous on purpose): CPU seconds at one thread, divided by the
+speed-up of a job's threads where they share its work.
+
+* ``wmd_search``: its shard's forecast CPU (``wmd_forecast``'s file) once that exists;
+  before (a dry run), :data:`PLANNED_SEARCH_SECONDS_PER_DOCUMENT` per planned document
+  over the shards, plus :data:`PLANNED_SHARD_SECONDS` per shard;
+* ``wmd_forecast``: the forecast's own measured CPU once it exists; before, its sample
+  (4 x ``wmd.forecast_queries`` queries at :data:`PLANNED_QUERY_SECONDS`) plus a shard's
+  set-up;
+* ``wmd_block``: the block plan's work model (:mod:`wmdeval.distances.wmd.pairs`) of the
+  documents once they exist, before that the planned documents' pairs at
+  :data:`PLANNED_PAIR_SECONDS`;
+* ``embedding_matrix``: the model of
+  :func:`~wmdeval.planning.resources.embedding_matrix_seconds` (its threads do not divide it);
+* ``evaluate``: :data:`EVALUATE_SECONDS_PER_PAIR` per pair of planned documents;
+* every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
+  analyses): :data:`OTHER_JOB_SECONDS`, not forecast individually.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..core.errors import WmdevalError
+from .wall import Job, speedup
+
+#: Seconds of a job not forecast individually: the package's start-up (importing the
+#: solver's modules: 2.3 s CPU, 3.9 s wall at a load of 4 on the 2-core VM) plus reading
+#: and writing a few small files. 20 Newsgroups' such jobs took at most 0.5 minutes at
+#: full scale (benchmarks/results/paper_scale.json: ingest_kusner 0.5 min, the others
+#: 0.0-0.3 min).
+OTHER_JOB_SECONDS = 10.0
+
+#: Before a forecast exists: CPU seconds of one method's search per document of the
+#: variant, at one thread. Fitted to the paper plan's recorded forecast
+#: (benchmarks/results/paper_cost.json): 4.14 CPU-hours of knn transport (the plan's 4.42
+#: less bbcsport's full matrices) over 57,481 documents in knn mode, 4 transport methods
+#: and 2 variants: 0.032 s; 0.035 to round up (20 Newsgroups: 0.034 s, twitter's short
+#: documents 0.007 s). The WMD search of the original alone costs more (20 Newsgroups:
+#: 0.15 s per query x 10,927 queries over 18,821 documents: 0.087 s), the clean
+#: variant's, which reuses the original's pairs, and PCA WMD's less.
+PLANNED_SEARCH_SECONDS_PER_DOCUMENT = 0.035
+#: A search shard's fixed CPU seconds before its forecast exists: reading and preparing
+#: the inputs and the bounds' set-up, which every shard pays (a forecast measures both).
+PLANNED_SHARD_SECONDS = 8.0
+#: CPU seconds of one sampled query of a forecast before it exists (20 Newsgroups' WMD:
+#: 0.15 s, issue 40).
+PLANNED_QUERY_SECONDS = 0.15
+#: Before the documents exist: CPU seconds of one exact WMD pair in a block job. bbcsport
+#: in full mode (737 documents, 0.28 CPU-hours for 4 solved matrices of 271,216 pairs,
+#: benchmarks/results/paper_cost.json): 0.93 ms; 1 ms to round up.
+PLANNED_PAIR_SECONDS = 0.3e-3
+#: The evaluate job's seconds per pair of documents (the baselines' distances and the
+#: neighbour lists): 20 Newsgroups' took 3.5 minutes for 18,821 documents
+#: (benchmarks/results/paper_scale.json): 210 s / 177 M pairs = 1.2e-6 s.
+EVALUATE_SECONDS_PER_PAIR = 1.2e-6
+
+#: Rules whose jobs are a neighbour search shard.
+SEARCH_RULES = ("wmd_search", "wmd_search_with_rwmd")
+#: Rules whose jobs solve a block of a WMD matrix.
+BLOCK_RULES = ("wmd_block", "wmd_sample_block")
+#: Rules whose jobs compute a dense matrix from word vectors.
+EMBEDDING_RULES = ("embedding_matrix", "sample_rwmd_matrix")
+#: Rules whose jobs evaluate the classifiers.
+EVALUATE_RULES = ("evaluate", "evaluate_allwords")
+#: Rules that only name the outputs (no command).
+TARGET_RULES = ("all",)
+
+
+#: ``wmd.search_shards: auto``: the planned wall seconds of one search job at most. Below
+#: the longest job of the paper plan that is not a search (20 Newsgroups' evaluate: 3.5
+#: minutes, benchmarks/results/paper_scale.json), so that no search job is the plan's
+#: critical path by itself.
+AUTO_SHARD_SECONDS = 120.0
+
+
+def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tuple[int, str]:
+    """(shards, why) for ``wmd.search_shards``: the number itself, or for ``auto`` the
+    fewest shards that plan each search job of the largest of the ``planned`` documents
+    of the datasets in knn mode at most :data:`AUTO_SHARD_SECONDS` of wall time on
+    ``threads`` threads (:data:`PLANNED_SEARCH_SECONDS_PER_DOCUMENT` per document over
+    the shards, :data:`PLANNED_SHARD_SECONDS` each, over
+    :func:`~wmdeval.planning.wall.speedup`); 1 without a dataset in knn mode of known
+    size. Only the config and the planned documents decide it: the same config and the
+    same files give the same shards."""
+    if value != "auto":
+        return int(value), "set in config"
+    largest = max((n for n in planned if n), default=0)
+    if not largest:
+        return 1, "auto: no dataset in knn mode of known size"
+    budget = AUTO_SHARD_SECONDS * speedup(threads) - PLANNED_SHARD_SECONDS
+    shards = max(1, math.ceil(PLANNED_SEARCH_SECONDS_PER_DOCUMENT * largest / budget))
+    return shards, (
+        f"auto: {largest:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min of wall"
+        f" time per search job on {threads} thread(s)"
+    )
+
+
+def _read_forecast(path) -> dict | None:
+    """A forecast file's record, None if it does not exist (yet)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise WmdevalError(f"{path}: not a readable forecast ({exc})") from None
+
+
+def search_seconds(forecast_path, shard: str, planned: int | None) -> tuple[float, bool]:
+    """(CPU seconds at one thread, from the forecast?) of search shard ``shard``
+    ("2-of-4"): the forecast's once it exists, else the planning model for ``planned``
+    documents (0 documents if unknown)."""
+    record = _read_forecast(forecast_path)
+    n_shards = int(shard.split("-of-")[1])
+    if record is not None:
+        for entry in record.get("forecast", {}).get("shards", []):
+            if entry.get("shard") == shard:
+                return float(entry["cpu_seconds"]), True
+        raise WmdevalError(f"{forecast_path}: the forecast has no shard {shard}")
+    documents = planned or 0
+    return PLANNED_SEARCH_SECONDS_PER_DOCUMENT * documents / n_shards + PLANNED_SHARD_SECONDS, False
+
+
+def forecast_seconds(forecast_path, queries_per_role: int) -> tuple[float, bool]:
+    """(CPU seconds, measured?) of a ``wmd_forecast`` job: its measured sample, set-up
+    and sharing checks once the file exists, else 3 roles' sample and as many checks at
+    :data:`PLANNED_QUERY_SECONDS` plus a shard's set-up."""
+    record = _read_forecast(forecast_path)
+    if record is not None:
+        measured = record.get("measured", {})
+        return _measured_seconds(measured), True
+    return 4 * queries_per_role * PLANNED_QUERY_SECONDS + PLANNED_SHARD_SECONDS, False
+
+
+def _measured_seconds(measured: Mapping) -> float:
+    """A forecast job's CPU: its timed sample and its reading of the inputs."""
+    return float(measured.get("cpu_seconds", 0.0) + measured.get("setup_cpu_seconds", 0.0))
+
+
+def block_seconds(documents_path, n_blocks: int, planned: int | None) -> float:
+    """CPU seconds of one block job of ``n_blocks``: the work model of the documents once
+    they exist, else the ``planned`` documents' pairs at :data:`PLANNED_PAIR_SECONDS`."""
+    from .resources import block_work_seconds
+
+    seconds = block_work_seconds(documents_path, n_blocks)
+    if seconds is not None:
+        return seconds
+    n = planned or 0
+    return PLANNED_PAIR_SECONDS * n * (n - 1) / 2 / n_blocks
+
+
+def job_seconds(
+    rule: str,
+    wildcards: Mapping[str, str],
+    inputs: Mapping[str, object],
+    planned: int | None,
+    settings: Mapping,
+) -> tuple[float, bool, str]:
+    """(expected CPU seconds at one thread, do its threads share the work?, where the
+    figure comes from: "forecast", "model" or "other") of one job of ``rule``;
+    ``inputs``: its named input files; ``planned``: the documents planned for its
+    dataset (None if unknown); ``settings``: the ``wmd:`` config."""
+    if rule in TARGET_RULES:
+        return 0.0, False, "other"
+    if rule in SEARCH_RULES:
+        seconds, forecast = search_seconds(inputs.get("forecast"), wildcards["shard"], planned)
+        return seconds, True, "forecast" if forecast else "model"
+    if rule == "wmd_forecast":
+        d, v, m = wildcards["dataset"], wildcards["variant"], wildcards["method"]
+        path = f"results/{d}/{v}/forecast/{m}.json"
+        seconds, measured = forecast_seconds(path, settings["forecast_queries"])
+        return seconds, True, "forecast" if measured else "model"
+    if rule in BLOCK_RULES:
+        n_blocks = int(wildcards["block"].split("-of-")[1])
+        return block_seconds(inputs.get("documents"), n_blocks, planned), True, "model"
+    if rule in EMBEDDING_RULES:
+        from .resources import embedding_matrix_seconds
+
+        seconds = embedding_matrix_seconds(
+            inputs.get("documents"), wildcards.get("embedding_method", ""), planned
+        )
+        if seconds is None:
+            return OTHER_JOB_SECONDS, False, "other"
+        return seconds, False, "model"
+    if rule in EVALUATE_RULES and planned:
+        return OTHER_JOB_SECONDS + EVALUATE_SECONDS_PER_PAIR * planned * planned / 2, False, "model"
+    return OTHER_JOB_SECONDS, False, "other"
+
+
+def job_name(rule: str, wildcards: Mapping[str, str]) -> str:
+    """``rule`` and its wildcards' values: "wmd_search 20news/original/wmd/1-of-8"."""
+    values = "/".join(str(v) for v in wildcards.values())
+    return f"{rule} {values}" if values else rule
+
+
+def search_jobs(records: Sequence[Mapping], reused: Sequence[str] = ()) -> list[Job]:
+    """The searches of ``records`` (forecast files' records) as jobs: each method's
+    forecast (its measured CPU), then its shards (their forecast CPU), then the job that
+    combines them (:data:`OTHER_JOB_SECONDS`); a search in ``reused``
+    ("dataset/variant/method": the clean variant's, which takes the original's pairs)
+    waits for the original's combined tables first, as ``search_reuse`` makes it."""
+    jobs: list[Job] = []
+    combined: dict[str, str] = {}
+    for r in records:
+        key = f"{r['dataset']}/{r['variant']}/{r['method']}"
+        combined[key] = f"wmd_neighbours {key}"
+    for r in records:
+        key = f"{r['dataset']}/{r['variant']}/{r['method']}"
+        threads = int(r.get("threads", 1))
+        waits: tuple[str, ...] = ()
+        if key in reused:
+            original = f"{r['dataset']}/original/{r['method']}"
+            waits = (combined[original],) if original in combined else ()
+        measured = r["measured"]
+        forecast_job = f"wmd_forecast {key}"
+        jobs.append(Job(forecast_job, _measured_seconds(measured), threads, waits))
+        shards = [
+            Job(f"wmd_search {key}/{s['shard']}", float(s["cpu_seconds"]), threads, (forecast_job,))
+            for s in r["forecast"]["shards"]
+        ]
+        jobs += shards
+        jobs.append(
+            Job(combined[key], OTHER_JOB_SECONDS, 1, tuple(s.name for s in shards), scales=False)
+        )
+    return jobs
+
+
+__all__ = [
+    "OTHER_JOB_SECONDS",
+    "PLANNED_SEARCH_SECONDS_PER_DOCUMENT",
+    "PLANNED_SHARD_SECONDS",
+    "AUTO_SHARD_SECONDS",
+    "search_shard_count",
+    "search_seconds",
+    "forecast_seconds",
+    "block_seconds",
+    "job_seconds",
+    "job_name",
+    "search_jobs",
+]
