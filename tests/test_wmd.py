@@ -779,3 +779,55 @@ def test_block_jobs_declare_the_memory_of_a_threads_row_of_problems():
 
     # the costs and the table they are read from, ROW_ENTRIES float64 entries each at most
     assert resources.ROW_MB * 1e6 >= 2 * 8 * solver.ROW_ENTRIES
+
+
+def _pot_version() -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", ot.__version__)[:3])
+
+
+def test_the_block_solve_loop_calls_pots_network_simplex_directly():
+    # POT >= 0.9.6 exports EMD_wrap under the name the solver looks for, and calling it
+    # so gives emd_c's results bit for bit (the check _network_simplex_address makes)
+    address = solver._network_simplex_address()
+    if _pot_version() >= (0, 9, 6):
+        assert address != 0
+    if address:
+        assert solver._same_as_emd_c(address)
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_the_compiled_solve_loop_gives_emd_cs_bits(weighting, monkeypatch):
+    # the awkward corpus (an empty document, twins, one-word documents) in the compiled
+    # loop, a few pairs per call, against every pair through emd_c: the same bytes
+    docs, emb = awkward_corpus()
+    inputs = solver.prepare(docs, emb, weighting)
+    monkeypatch.setattr(solver, "SOLVE_STEP", 3)
+    compiled_loop = solver.solve_block(inputs, 0, 1, threads=2)
+    monkeypatch.setattr(solver, "_network_simplex_address", lambda: 0)
+    through_emd_c = solver.solve_block(inputs, 0, 1, threads=1)
+    distances = compiled_loop.column("distance").to_numpy()
+    assert distances.tobytes() == through_emd_c.column("distance").to_numpy().tobytes()
+    assert compiled_loop.select(["i", "j"]).equals(through_emd_c.select(["i", "j"]))
+    assert np.isnan(distances).sum() == inputs.n - 1 and (distances == 0).any()
+
+
+def test_without_pots_entry_point_each_pair_goes_through_emd_c(monkeypatch):
+    monkeypatch.setattr(solver, "_EMD_WRAP", "no_such_symbol")
+    solver._network_simplex_address.cache_clear()
+    try:
+        assert solver._network_simplex_address() == 0
+        docs, emb = random_corpus(3, 12)
+        inputs = solver.prepare(docs, emb, "bow")
+        (table,) = block_tables(inputs, 1)
+        for (i, j), value in upper_pairs(table).items():
+            assert value == solver.wmd_pair(inputs, i, j)
+    finally:
+        solver._network_simplex_address.cache_clear()
+
+
+def test_a_failing_solve_in_the_compiled_loop_is_an_error(monkeypatch):
+    docs, emb = random_corpus(10, 12)
+    inputs = solver.prepare(docs, emb, "bow")
+    monkeypatch.setattr(solver, "MAX_ITER", 1)
+    with pytest.raises(io.WmdevalError, match="iteration limit"):
+        solver.solve_block(inputs, 0, 1, threads=1)

@@ -328,3 +328,80 @@ def _row_problems(
         at_t[p + 1] = t + len(b)
         at_c[p + 1] = c + len(a) * len(b)
     return kind, left_s, left_t, costs, at_s, at_t, at_c
+
+
+#: _solve_problems' code for a pair it left to the caller: not a SOLVE pair, or one side
+#: of a single word (solver._wmd_duals' closed form, whose np.dot the caller computes).
+LEFT = -1
+
+
+@intrinsic
+def _network_simplex(
+    typingctx, address, a, b, costs, plan, u, v, value, max_iter
+):  # pragma: no cover
+    """POT's ``EMD_wrap`` (its C++ network simplex, what ``ot.lp.emd_wrap.emd_c`` calls) at
+    ``address``, on marginals ``a`` [n1], ``b`` [n2] and ``costs`` [n1 * n2] (row-major),
+    without a warm start: the result code; ``value[0]`` the transport cost, ``u``/``v``
+    the duals, ``plan`` [>= n1 * n2] scratch it writes the flows to. The address is an
+    argument, so the functions calling this stay cacheable."""
+    signature = types.int32(types.int64, a, b, costs, plan, u, v, value, types.int64)
+
+    def codegen(context, builder, sig, args):
+        double_p = ir.DoubleType().as_pointer()
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        # int EMD_wrap(int n1, int n2, double *X, double *Y, double *D, double *G,
+        #              double *alpha, double *beta, double *cost, uint64_t maxIter,
+        #              double *alpha_init, double *beta_init)
+        fnty = ir.FunctionType(i32, [i32, i32] + [double_p] * 7 + [i64, double_p, double_p])
+        data = [
+            context.make_array(ty)(context, builder, value_).data
+            for ty, value_ in zip(sig.args[1:8], args[1:8], strict=True)
+        ]
+        shape_a = context.make_array(sig.args[1])(context, builder, args[1]).shape
+        shape_b = context.make_array(sig.args[2])(context, builder, args[2]).shape
+        n1 = builder.trunc(builder.extract_value(shape_a, 0), i32)
+        n2 = builder.trunc(builder.extract_value(shape_b, 0), i32)
+        function = builder.inttoptr(args[0], fnty.as_pointer())
+        null = ir.Constant(double_p, None)
+        return builder.call(function, [n1, n2, *data, args[8], null, null])
+
+    return signature, codegen
+
+
+@_kernel
+def _solve_problems(
+    address, kind, left_s, left_t, costs, at_s, at_t, at_c, p0, p1, out, max_iter
+):  # pragma: no cover - compiled
+    """Solve the SOLVE problems p0 <= p < p1 of :func:`_row_problems`' output with the
+    network simplex at ``address`` (:func:`_network_simplex`), writing each value to
+    ``out[p - p0]``: the result codes [p1 - p0], LEFT where the pair was not solved here
+    (not SOLVE, or a side of one word). The same call as ``emd_c`` makes, on the same
+    arrays, so the same bits, without its per-pair Python (argument checks, a zeroed plan
+    matrix, the duals' arrays) nor the caller's."""
+    codes = np.full(p1 - p0, LEFT, dtype=np.int32)
+    largest = 0
+    for p in range(p0, p1):
+        largest = max(largest, at_c[p + 1] - at_c[p])
+    plan = np.empty(largest)
+    u = np.empty(at_s[p1] - at_s[p0])
+    v = np.empty(at_t[p1] - at_t[p0])
+    value = np.zeros(1)
+    for p in range(p0, p1):
+        size_s = at_s[p + 1] - at_s[p]
+        size_t = at_t[p + 1] - at_t[p]
+        if kind[p] != SOLVE or size_s < 2 or size_t < 2:
+            continue
+        value[0] = 0.0
+        codes[p - p0] = _network_simplex(
+            address,
+            left_s[at_s[p] : at_s[p + 1]],
+            left_t[at_t[p] : at_t[p + 1]],
+            costs[at_c[p] : at_c[p + 1]],
+            plan,
+            u[:size_s],
+            v[:size_t],
+            value,
+            max_iter,
+        )
+        out[p - p0] = value[0]
+    return codes

@@ -68,18 +68,27 @@ def _load_directly() -> types.ModuleType:
     return module
 
 
+def load_emd_wrap() -> types.ModuleType:
+    """``ot.lp.emd_wrap``, POT's compiled network simplex, at the cost of its own module."""
+    if "ot" not in sys.modules:
+        try:
+            return _load_directly()
+        except (ImportError, AttributeError):
+            pass
+    from ot.lp import emd_wrap
+
+    return emd_wrap
+
+
 def load_emd_c() -> Callable:
-    """``ot.lp.emd_wrap.emd_c``, POT's exact solver, at the cost of its own module."""
-    if "ot" in sys.modules:
-        from ot.lp.emd_wrap import emd_c
-
-        return emd_c
-    try:
-        return _load_directly().emd_c
-    except (ImportError, AttributeError):
-        from ot.lp.emd_wrap import emd_c
-
-        return emd_c
+    """``ot.lp.emd_wrap.emd_c``, POT's exact solver (see :func:`load_emd_wrap`)."""
+    return load_emd_wrap().emd_c
 
 
-emd_c = load_emd_c()
+_EMD_WRAP = load_emd_wrap()
+emd_c = _EMD_WRAP.emd_c
+
+
+def emd_wrap_file() -> str:
+    """The compiled module's file (the shared library that holds POT's C++ solver)."""
+    return _EMD_WRAP.__file__

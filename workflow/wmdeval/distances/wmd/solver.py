@@ -18,6 +18,7 @@ the full mode and by the kNN search alike (see :func:`_solve_row` for why).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
 import threading
@@ -31,9 +32,17 @@ from threadpoolctl import ThreadpoolController
 
 from ...core import io, schemas
 from ...core.progress import Progress
-from .compiled import SOLVE, UNDEFINED, _pair_costs, _pair_problem, _row_problems
+from .compiled import (
+    LEFT,
+    SOLVE,
+    UNDEFINED,
+    _pair_costs,
+    _pair_problem,
+    _row_problems,
+    _solve_problems,
+)
 from .pairs import plan_blocks, row_segments
-from .pot_simplex import emd_c
+from .pot_simplex import emd_c, emd_wrap_file
 
 # The package's name, as the blocks and the search log under.
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -415,10 +424,75 @@ def _wmd_duals(
     # directly it skips ~75 us of Python per pair (ot.emd2 takes ~80 us on a 10 x 10
     # problem, emd_c ~6 us). It wants contiguous float64 arrays.
     _, value, u, v, code = emd_c(a, b, cost, MAX_ITER, 1)
+    _check_code(code)
+    return float(value), u, v
+
+
+def _check_code(code: int) -> None:
+    # a network simplex that stopped short of optimality is an error, never a distance
     if code != _OPTIMAL:
         failure = _FAILURES.get(code, f"result code {code}")
         raise io.WmdevalError(f"network simplex did not reach optimality: {failure}")
-    return float(value), u, v
+
+
+#: POT's C++ entry point that ``emd_c`` calls, by its C++ (mangled) name, which spells its
+#: parameter types: int EMD_wrap(int n1, int n2, double *a, double *b, double *costs,
+#: double *plan, double *u, double *v, double *value, uint64_t max_iter,
+#: double *u_init, double *v_init) (POT 0.9.6 on; earlier versions spell it otherwise).
+_EMD_WRAP = "_Z8EMD_wrapiiPdS_S_S_S_S_S_mS_S_"
+
+
+@functools.cache
+def _network_simplex_address() -> int:
+    """The address of POT's ``EMD_wrap`` for :func:`_solve_row`'s compiled loop, or 0
+    where it cannot be used (then each pair goes through ``emd_c`` as before).
+
+    Used only where the installed POT exports it under :data:`_EMD_WRAP` and where, called
+    so, it gives ``emd_c``'s result bit for bit (value, duals, code) on a few problems
+    with ties (so that every distance is the same whichever way it is solved, as the
+    search solves its pairs through ``emd_c``).
+    """
+    try:
+        address = ctypes.cast(
+            getattr(ctypes.CDLL(emd_wrap_file()), _EMD_WRAP), ctypes.c_void_p
+        ).value
+    except (OSError, AttributeError):
+        return 0
+    if not address or not _same_as_emd_c(address):
+        LOG.debug("POT's EMD_wrap is not usable directly; solving each pair through emd_c")
+        return 0
+    return address
+
+
+def _same_as_emd_c(address: int) -> bool:
+    """Whether the compiled loop at ``address`` solves some fixed problems (sizes 2-40,
+    costs with ties, as rounded embeddings give) exactly as ``emd_c`` does."""
+    rng = np.random.default_rng(45)
+    for size_a, size_b in ((2, 2), (3, 7), (12, 5), (40, 33)):
+        a = rng.integers(1, 5, size_a).astype(np.float64)
+        b = rng.integers(1, 5, size_b).astype(np.float64)
+        a /= a.sum()
+        b /= b.sum()
+        cost = np.round(rng.random((size_a, size_b)), 1)
+        _, value, u, v, code = emd_c(a, b, cost, MAX_ITER, 1)
+        out = np.full(1, np.nan)
+        codes = _solve_problems(
+            address,
+            np.array([SOLVE], dtype=np.int8),
+            a,
+            b,
+            cost.ravel(),
+            np.array([0, size_a]),
+            np.array([0, size_b]),
+            np.array([0, size_a * size_b]),
+            0,
+            1,
+            out,
+            MAX_ITER,
+        )
+        if codes[0] != code or out[0].tobytes() != np.float64(value).tobytes():
+            return False
+    return True
 
 
 def transport(
@@ -524,6 +598,8 @@ def _blas() -> ThreadpoolController:
 #: Cost entries (8 B each) a row's problems hold at once: :func:`_solve_row` prepares
 #: them in chunks of its pairs of at most this many (one pair at least), ~8 MB.
 ROW_ENTRIES = 1 << 20
+#: Pairs per call of the compiled solve loop (:func:`_solve_row` checks ``stop`` between).
+SOLVE_STEP = 64
 
 
 def _flat_weights(inputs: WmdInputs) -> np.ndarray:
@@ -546,7 +622,11 @@ def _solve_row(
     search solves it: ``compiled._row_problems`` states a chunk of the row's problems in
     one compiled call (oriented by doc_id, the shared mass dropped, each cost an entry of
     ``compiled._pair_costs``, whose bits depend on its two words alone, whatever matrix
-    computes it), and each is handed to the network simplex as it is. (One BLAS product
+    computes it), and each is handed to the network simplex as it is: by
+    ``compiled._solve_problems``, one compiled loop over the chunk's pairs that calls POT's
+    ``EMD_wrap`` as ``emd_c`` does (:func:`_network_simplex_address`; at 10 words ~20 %
+    of a pair was the Python around each ``emd_c`` call), or by ``emd_c`` per pair where
+    that cannot be used. (One BLAS product
     per row of the grid was cheaper than one per pair, but BLAS may round an entry
     differently in a product of another shape: on 10-word documents 698 of 11,175 pairs
     came out up to 3e-16 apart, enough to split a tie the protocol's rule must see, and
@@ -581,15 +661,43 @@ def _solve_row(
             metric,
             cosine,
         )
-        at_s, at_t, at_c = at_s.tolist(), at_t.tolist(), at_c.tolist()
-        for p, what in enumerate(kind.tolist()):
+        address = _network_simplex_address()
+        pairs = end - start
+        codes = np.full(pairs, LEFT, dtype=np.int32)
+        # the compiled loop in steps of SOLVE_STEP pairs, so that `stop` is seen between
+        for p0 in range(0, pairs if address else 0, SOLVE_STEP):
             if stop is not None and stop.is_set():
                 return
+            p1 = min(p0 + SOLVE_STEP, pairs)
+            o = start - j0
+            codes[p0:p1] = _solve_problems(
+                address,
+                kind,
+                left_s,
+                left_t,
+                costs,
+                at_s,
+                at_t,
+                at_c,
+                p0,
+                p1,
+                out[o + p0 : o + p1],
+                MAX_ITER,
+            )
+        # what the loop left (or every pair, without it): no problem to solve, a side of
+        # one word, or a failure to report
+        at_s, at_t, at_c = at_s.tolist(), at_t.tolist(), at_c.tolist()
+        kinds = kind.tolist()
+        for p in np.flatnonzero(codes != _OPTIMAL).tolist():
+            if stop is not None and stop.is_set():
+                return
+            if codes[p] != LEFT:
+                _check_code(int(codes[p]))
             k = start - j0 + p
-            if what == SOLVE:
+            if kinds[p] == SOLVE:
                 a = left_s[at_s[p] : at_s[p + 1]]
                 b = left_t[at_t[p] : at_t[p + 1]]
                 out[k] = _wmd(a, b, costs[at_c[p] : at_c[p + 1]].reshape(len(a), len(b)))
             else:
-                out[k] = np.nan if what == UNDEFINED else 0.0
+                out[k] = np.nan if kinds[p] == UNDEFINED else 0.0
         start = end
