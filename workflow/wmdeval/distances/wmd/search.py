@@ -160,8 +160,9 @@ class SearchStats:
     # the cheap bounds of every candidate, their set-up included (CPU of the threads)
     bound_seconds: float = 0.0
     # the bounds' set-up (LowerBounds for the job's queries): CPU of the threads building
-    # it, under the search's one-thread BLAS limit, as every job pays it
+    # it, under the search's one-thread BLAS limit, as every job pays it; and its wall time
     setup_seconds: float = 0.0
+    setup_wall_seconds: float = 0.0
     # ICT and dual bounds, dual ascents (CPU of the threads computing them)
     tight_seconds: float = 0.0
     search_seconds: float = 0.0
@@ -488,10 +489,11 @@ class _Search:
     def set_up(self, pool: ThreadPoolExecutor | None) -> float:
         """Build the bounds' tables of the job's queries (``pool``'s threads sharing the
         work); returns their CPU seconds, also added to the stats."""
-        c0 = time.thread_time()
+        c0, wall0 = time.thread_time(), time.perf_counter()
         self.lower = LowerBounds(self.inputs, self.bounded, pool=pool)
         setup = time.thread_time() - c0 + self.lower.timing.get("worker_seconds", 0.0)
         self.stats.setup_seconds += setup
+        self.stats.setup_wall_seconds += time.perf_counter() - wall0
         self.stats.bound_seconds += setup
         self.means = np.nan_to_num(self.lower.means)
         return setup
