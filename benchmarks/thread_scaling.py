@@ -20,7 +20,9 @@ Rows: 1, 2, ... ``--workers`` workers (default: this machine's cores), each one 
 tables: wall, CPU of this process and of its (waited) children, the speed-up over one
 worker, exact solves and those of pairs another worker solved too, the serial share (this
 process's CPU over all of the job's), the load average, and a hash of every column of
-both tables. Then the same queries cut into N sub-shards (``search.query_shards`` again),
+both tables. The serial share is split into the bounds' set-up (built on the job's
+threads, before the workers start) and the rest (handing out chunks, merging, the tables,
+on one thread). Then the same queries cut into N sub-shards (``search.query_shards`` again),
 each searched by its own one-worker process, all started at once (each reads and prepares
 the corpus first, as a job does: "with start-up"); their tables, concatenated in order,
 are hashed too. The speed-up of the processes is from the slowest one's search alone,
@@ -229,12 +231,20 @@ def main() -> None:
         row["speedup"] = one["wall_s"] / row["wall_s"]
         # the job's CPU outside its workers, over all of it (one worker: no workers)
         row["serial_share"] = row["parent_cpu_s"] / row["cpu_s"] if workers > 1 else None
-        share = f"{100 * row['serial_share']:.1f} %" if workers > 1 else "-"
+        # of which the bounds' set-up (on the job's threads) and the rest (handing out
+        # chunks, merging, the tables: one thread)
+        rest = max(row["parent_cpu_s"] - row["setup_cpu_s"], 0.0)
+        row["rest_share"] = rest / row["cpu_s"] if workers > 1 else None
+        share = (
+            f"{100 * row['serial_share']:.1f} % (rest {100 * row['rest_share']:.1f} %)"
+            if workers > 1
+            else "-"
+        )
         same = "reference" if workers == 1 else ("same" if row["hash"] == one["hash"] else "DIFFER")
         print(
             f"{workers:>7}   {row['wall_s']:6.1f}   {row['cpu_s']:6.1f} "
             f"({row['parent_cpu_s']:.1f} + {row['children_cpu_s']:.1f}; set-up "
-            f"{row['setup_cpu_s']:.1f})   {row['speedup']:5.2f}x   {share:>12}   "
+            f"{row['setup_cpu_s']:.1f})   {row['speedup']:5.2f}x   {share:>21}   "
             f"{row['solves']:,} ({row['duplicates']:,})   {row['load']:.2f}   "
             f"{row['hash']} {same}",
             flush=True,
@@ -282,6 +292,9 @@ def main() -> None:
             "processes_speedup": round(procs["speedup"], 2),
             "serial_share_percent": (
                 round(100 * last["serial_share"], 1) if last["serial_share"] is not None else None
+            ),
+            "rest_share_percent": (
+                round(100 * last["rest_share"], 1) if last["rest_share"] is not None else None
             ),
             "duplicates": int(last["duplicates"]),
             "identical": identical,
