@@ -67,6 +67,7 @@ import heapq
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -406,12 +407,12 @@ def search_queries(
     progress.finish()
     if workers > 1 and report is not None:
         LOG.info(
-            "%s: %d worker processes, %d exact solves of which %d of pairs another worker "
+            "%s: %d worker processes, %s exact solves of which %s of pairs another worker "
             "solved too; workers' CPU %.1f s, this process's %.1f s",
             report,
             workers,
-            stats.solves - solves0,
-            stats.duplicates,
+            f"{stats.solves - solves0:,}",
+            f"{stats.duplicates:,}",
             stats.worker_seconds,
             time.process_time() - cpu0,
         )
@@ -862,6 +863,10 @@ _SUMMED = (
 
 def _work_start() -> None:
     global _BLAS_LIMIT
+    # a signal ends a worker at once; the parent (the CLI's handler) says the job was
+    # interrupted, and a worker that died alone fails the job (_run_workers)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _BLAS_LIMIT = _blas().limit(limits=1, user_api="blas")
     _JOB.fresh = []
 
