@@ -112,6 +112,7 @@ def run_workers(inputs, folds, args, workers: int) -> dict:
         "cpu_s": own + children,
         "parent_cpu_s": own,
         "setup_cpu_s": stats.setup_seconds,
+        "setup_wall_s": stats.setup_wall_seconds,
         "children_cpu_s": children,
         "solves": stats.solves,
         "duplicates": stats.duplicates,
@@ -244,7 +245,8 @@ def main() -> None:
         print(
             f"{workers:>7}   {row['wall_s']:6.1f}   {row['cpu_s']:6.1f} "
             f"({row['parent_cpu_s']:.1f} + {row['children_cpu_s']:.1f}; set-up "
-            f"{row['setup_cpu_s']:.1f})   {row['speedup']:5.2f}x   {share:>21}   "
+            f"{row['setup_cpu_s']:.1f}, {row['setup_wall_s']:.1f} s wall)   "
+            f"{row['speedup']:5.2f}x   {share:>21}   "
             f"{row['solves']:,} ({row['duplicates']:,})   {row['load']:.2f}   "
             f"{row['hash']} {same}",
             flush=True,
