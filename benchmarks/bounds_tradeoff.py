@@ -98,7 +98,8 @@ def main() -> None:
         with constants(changes):
             started = time.process_time()
             pairs, _ = search.search_queries(inputs, tasks, args.threads, stats)
-            cpu = time.process_time() - started
+            # the worker processes' CPU too (--threads > 1)
+            cpu = time.process_time() - started + stats.worker_seconds
         share = (stats.bound_seconds + stats.tight_seconds) / cpu
         # the neighbours do not depend on the bounds: each setting's k nearest are compared
         # with the first's (the solved pairs differ, their top k may not)

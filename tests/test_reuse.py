@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_search import clustered, five_folds, full_matrix, knn_tables, one_fold
+from test_search import PER_QUERY, clustered, five_folds, full_matrix, knn_tables, one_fold
 
 from wmdeval.classification import knn
 from wmdeval.cleaning.vocabulary import run_sample, select_variant
@@ -338,6 +338,33 @@ def test_certificates_settle_lists_without_changing_a_byte(weighting):
         ).to_pylist()
         == full
     )
+
+
+def test_workers_change_no_byte_of_a_search_with_reuse():
+    # the clean variant's search with the original's pairs and certificates (`known`,
+    # `floors`, the candidate floors): a query settled by its floors, or searched from
+    # raised bounds, takes only its own known distances, so 1, 2 and 3 worker processes
+    # give the same bytes and the same per-query counts
+    n = 180
+    splits = five_folds(n, seed=1)
+    (orig, orig_splits), (clean, clean_splits), _ = both_variants(n, 5, splits, "bow")
+    original_pairs, original_certificates = knn_tables(orig, orig_splits)
+    known = reuse.known_pairs(original_pairs, clean.doc_ids, "original")
+    floors = floors_of(orig, orig_splits, original_certificates, clean, clean_splits)
+    folds_ = io.fold_indices(clean_splits, clean.doc_ids)
+    runs = {}
+    for workers in (1, 2, 3):
+        stats = search.SearchStats()
+        tables = search.search_shard(clean, folds_, None, 0, 1, workers, stats, known, floors)
+        runs[workers] = (tables, stats)
+    one_tables, one = runs[1]
+    assert one.floored > 0 and one.floored_candidates > 0 and one.reused > 0
+    for workers in (2, 3):
+        tables, stats = runs[workers]
+        assert all(t.equals(u) for t, u in zip(tables, one_tables, strict=True))
+        assert stats.solves == one.solves + stats.duplicates
+        for name in PER_QUERY:
+            assert getattr(stats, name) == getattr(one, name), name
 
 
 def test_queries_their_floors_settle_get_no_bounds(monkeypatch):

@@ -1,5 +1,8 @@
 """Exact kNN search with lower-bound pruning (wmd.mode: knn): bounds, search, neighbour tables."""
 
+import os
+import signal
+
 import numpy as np
 import ot
 import pyarrow as pa
@@ -604,6 +607,74 @@ def test_shards_and_threads_do_not_change_a_byte():
     for n_shards, threads in ((3, 1), (4, 2)):
         other = knn_tables(inputs, splits, n_shards=n_shards, threads=threads)
         assert other[0].equals(one[0]) and other[1].equals(one[1])
+
+
+#: SearchStats counts that depend on each query's own search alone: the same for any
+#: number of workers (the solves differ by the duplicates only)
+PER_QUERY = ("pairs", "candidates", "reused", "floored", "floored_candidates", "tight", "duals")
+
+
+def test_workers_change_no_byte_and_their_stats_add_up():
+    # the queries run in worker processes, a chunk at a time: the four tables (RWMD's
+    # too) are the same bytes for 1, 2 and 3 workers, and the workers' counts add up to
+    # the one-worker search's, plus one solve per pair a second worker solved again
+    docs, emb = clustered(150, seed=4)
+    inputs = solver.prepare(docs, emb, "bow")
+    folds = io.fold_indices(five_folds(150, seed=2), inputs.doc_ids)
+    runs = {}
+    for workers in (1, 2, 3):
+        stats = search.SearchStats()
+        tables = search.search_shard(inputs, folds, None, 0, 1, workers, stats, relaxed=True)
+        runs[workers] = (tables, stats)
+    one_tables, one = runs[1]
+    assert one.duplicates == 0 and one.worker_seconds == 0.0
+    for workers in (2, 3):
+        tables, stats = runs[workers]
+        assert len(tables) == 4
+        assert all(t.equals(u) for t, u in zip(tables, one_tables, strict=True))
+        assert stats.solves == one.solves + stats.duplicates
+        assert 0 < stats.duplicates < stats.solves
+        for name in (*PER_QUERY, "ascents", "queries"):
+            assert getattr(stats, name) == getattr(one, name), name
+        assert stats.worker_seconds > 0 and stats.tight_seconds > 0
+
+
+def test_query_chunks_cover_the_job_and_shrink_toward_its_end():
+    assert search._chunks(10, 1) == [(0, 3), (3, 5), (5, 7), (7, 8), (8, 9), (9, 10)]
+    assert search._chunks(0, 4) == []
+    for count, workers in ((1, 3), (241, 2), (814, 16), (5000, 3)):
+        chunks = search._chunks(count, workers)
+        sizes = [r1 - r0 for r0, r1 in chunks]
+        assert chunks[0][0] == 0 and chunks[-1][1] == count
+        assert all(a[1] == b[0] for a, b in zip(chunks[:-1], chunks[1:], strict=True))
+        assert sizes == sorted(sizes, reverse=True) and max(sizes) <= search.BOUND_ROWS
+        assert sizes[-1] == 1
+
+
+def test_a_workers_error_fails_the_search_with_its_message(monkeypatch):
+    docs, emb = clustered(90, seed=5)
+    inputs = solver.prepare(docs, emb, "bow")
+    folds = io.fold_indices(five_folds(90), inputs.doc_ids)
+    parent = os.getpid()
+    solve = search.solve_pair_costs
+
+    def failing(inputs, q, c):
+        if os.getpid() != parent and q == 40:
+            raise ValueError(f"no solve for query {q}")
+        return solve(inputs, q, c)
+
+    monkeypatch.setattr(search, "solve_pair_costs", failing)
+    with pytest.raises(ValueError, match="no solve for query 40"):
+        search.search_shard(inputs, folds, None, 0, 1, 2)
+
+    def killed(inputs, q, c):
+        if os.getpid() != parent and q == 40:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return solve(inputs, q, c)
+
+    monkeypatch.setattr(search, "solve_pair_costs", killed)
+    with pytest.raises(io.WmdevalError, match="a worker process died"):
+        search.search_shard(inputs, folds, None, 0, 1, 2)
 
 
 def test_cheap_bounds_do_not_depend_on_the_queries_computed_with_them():

@@ -35,8 +35,9 @@ Distances are the exact WMD of the full mode, bit for bit: the same solver call
 (:func:`~.solver.wmd_pair`, which orients every pair by doc_id), stored
 in float64 like the gathered matrices and ranked by their tie key
 (:func:`~wmdeval.core.variant.tie_key`), as every ranking is. A pair is solved at most
-once per job and shared by every fold and role that needs it; a pair another search
-solved (the clean variant's search gets the original's, :mod:`.reuse`) is not solved.
+once per process of a job (its worker processes, ``threads``, each share theirs) and
+shared by every fold and role that needs it; a pair another search solved (the clean
+variant's search gets the original's, :mod:`.reuse`) is not solved.
 A list another search certified for the same query among a superset of its candidates
 (``floors``: the clean variant's from the original's certificates) may need no visit at
 all: every candidate whose distance is not known has a lower bound of at least the
@@ -54,7 +55,9 @@ depends on which of the two it is.
 
 Output, per job (a contiguous range of query documents): a NEIGHBOUR_PAIRS table (every
 visited pair: query, candidate, distance) and a NEIGHBOUR_CERTIFICATES table (per query
-and candidate list: k and the smallest bound left unsolved).
+and candidate list: k and the smallest bound left unsolved). A query's part of them
+depends on its own lists alone, whichever queries share its job, its process or its
+chunk, so a job's ``threads`` (worker processes, :func:`search_queries`) change no byte.
 """
 
 from __future__ import annotations
@@ -62,10 +65,14 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
+import multiprocessing
+import os
+import signal
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,12 +100,17 @@ from .solver import WmdInputs, _blas, prepare, solve_pair_costs
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
-#: Query documents whose bound rows are computed together, then searched, as one task of
-#: the job's threads (bounds memory: threads x this x n x 8 B). A row's bits depend on its
-#: query alone. Small tasks keep the threads busy to the end of the job, and their rows
-#: are cheaper too (20 Newsgroups, 512 queries, one thread: 3.3 ms a row in blocks of 16,
-#: 3.5 in blocks of 64, 6.1 in one block of 512).
+#: Query documents whose bound rows are computed together, then searched, as one chunk
+#: of the job's workers (bounds memory: workers x this x n x 8 B). A row's bits depend on
+#: its query alone. Small chunks keep the workers busy to the end of the job, and their
+#: rows are cheaper too (20 Newsgroups, 512 queries, one thread: 3.3 ms a row in blocks
+#: of 16, 3.5 in blocks of 64, 6.1 in one block of 512).
 BOUND_ROWS = 16
+
+#: Near the end of a job its chunks shrink (:func:`_chunks`): a chunk is at most the
+#: queries left over this many times the workers, so the last chunks are single queries
+#: and the workers finish within about one query's time of each other.
+GUIDED = 4
 
 #: Candidates whose ICT bound is computed together, ahead in the visiting order: one
 #: cost-matrix call and one ICT call for all of them, at the price of a few computed for
@@ -149,11 +161,18 @@ class SearchStats:
     # the cheap bounds of every candidate, their set-up included (CPU of the threads)
     bound_seconds: float = 0.0
     # the bounds' set-up (LowerBounds for the job's queries): CPU of the threads building
-    # it, under the search's one-thread BLAS limit, as every job pays it
+    # it, under the search's one-thread BLAS limit, as every job pays it; and its wall time
     setup_seconds: float = 0.0
+    setup_wall_seconds: float = 0.0
     # ICT and dual bounds, dual ascents (CPU of the threads computing them)
     tight_seconds: float = 0.0
     search_seconds: float = 0.0
+    # worker processes (threads > 1): exact solves of a pair that another worker of the
+    # job solved too (one process's queries share their solves, workers do not), and
+    # the workers' process CPU on their chunks (the rest of the job's CPU is this
+    # process's: the set-up, handing out chunks, merging, the tables)
+    duplicates: int = 0
+    worker_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -306,6 +325,15 @@ def search_queries(
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
     doc_ids, sorted by query then candidate; they do not depend on ``threads``.
 
+    ``threads``: the job's workers. The bounds' set-up runs on that many threads; the
+    queries then run in that many worker processes (:func:`_run_workers`), each taking
+    the next small chunk of queries when it finishes one, one BLAS thread each (the
+    search's Python loop holds the interpreter's lock, so threads of one process could
+    not run it in parallel). A query's result depends on its own lists alone, so the
+    tables are the same bytes for any number of workers; only the solves differ: a pair
+    two queries need is solved once per process that needs it (SearchStats.duplicates).
+    One worker, or a job of one chunk, runs in this process.
+
     ``relaxed``: also the same two tables for plain RWMD as a method (returned third and
     fourth), from the cheap bounds the search computes anyway (:func:`relaxed_lists`):
     every query then gets its bound rows, a settled one too.
@@ -339,28 +367,175 @@ def search_queries(
     queries done of all, their rate, the time left, the exact solves so far and per
     query), or None for none (a search that is one step of a caller's own loop).
     """
+    if threads < 1:
+        raise ValueError("threads must be >= 1")
     stats = stats if stats is not None else SearchStats()
-    scale = margin_scale(inputs)
-    preloaded = known if known is not None else {}
-    has_known = len(preloaded) > 0
-    queries = np.array(sorted(tasks), dtype=np.int64)
-    solved: dict[int, float] = {}  # pair id -> stored distance, shared by all queries
-    n = inputs.n
-    results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
+    started = time.perf_counter()
+    cpu0 = time.process_time()
+    job = _Search(inputs, tasks, stats, known, floors, relaxed)
+    count = len(job.queries)
+    if report is not None:
+        LOG.info("%s: %d queries; setting up their lower bounds", report, count)
+    with _blas().limit(limits=1, user_api="blas"):
+        if threads > 1:
+            # the job's threads share the set-up, which else left all but one idle (20
+            # Newsgroups, every query, 2 threads: 99 s on one thread, 58 s shared); shut
+            # down (its threads gone) before the workers are forked
+            with ThreadPoolExecutor(threads) as pool:
+                setup = job.set_up(pool)
+        else:
+            setup = job.set_up(None)
+        if report is not None:
+            LOG.info("%s: lower bounds set up in %.1f s CPU; searching", report, setup)
+        # counted from here: the set-up above is no query's, and would skew the rate
+        solves0 = stats.solves
+        progress = Progress(
+            LOG if report is not None else None,
+            report or "",
+            count,
+            "queries",
+            detail=lambda done: _solves_text(stats.solves - solves0, done),
+        )
+        chunks = _chunks(count, threads)
+        workers = min(threads, len(chunks))
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _run_workers(job, chunks, workers, progress)
+        else:
+            for r0, r1 in chunks:
+                job.chunk(r0, r1, progress)
+            workers = 1
+    progress.finish()
+    if workers > 1 and report is not None:
+        LOG.info(
+            "%s: %d worker processes, %s exact solves of which %s of pairs another worker "
+            "solved too; workers' CPU %.1f s, this process's %.1f s",
+            report,
+            workers,
+            f"{stats.solves - solves0:,}",
+            f"{stats.duplicates:,}",
+            stats.worker_seconds,
+            time.process_time() - cpu0,
+        )
+    stats.queries += count
+    stats.search_seconds += time.perf_counter() - started
+    if relaxed:
+        return (*_tables(inputs, job.results), *_tables(inputs, job.relaxed_results))
+    return _tables(inputs, job.results)
 
-    # Potentials a query will want, left by the query that solved the pair first: query
-    # -> {other document -> the potential on the query's words (None: no problem was
-    # solved)}. A query's potentials, hence the pairs it visits, so never depend on the
-    # other queries of its job; only queries still collecting potentials get them.
-    left_for: dict[int, dict[int, np.ndarray | None]] = {}
-    collecting = np.zeros(n, dtype=bool)
-    collecting[queries] = True
 
-    def distance(q: int, c: int, potential: bool) -> tuple[float, np.ndarray | None]:
+def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
+    """The runs [r0, r1) of a job's ``count`` queries that its ``workers`` take in turn:
+    BOUND_ROWS queries each, fewer near the end (the queries left over GUIDED times the
+    workers, at least one), so the workers finish near together however the queries'
+    costs vary, while the early chunks stay long enough for their bound rows."""
+    chunks, r0 = [], 0
+    while r0 < count:
+        size = min(BOUND_ROWS, max(1, -(-(count - r0) // (GUIDED * workers))))
+        chunks.append((r0, min(r0 + size, count)))
+        r0 += size
+    return chunks
+
+
+class _Search:
+    """A search job's state: its inputs and query lists, the bounds' tables, what its
+    queries have solved and the potentials they left for each other. :meth:`chunk`
+    searches a run of its queries, in this process or in a worker process, which has a
+    copy of it (forked, see :func:`_run_workers`)."""
+
+    def __init__(
+        self,
+        inputs: WmdInputs,
+        tasks: Mapping[int, list[_Task]],
+        stats: SearchStats,
+        known: Mapping[int, float] | None,
+        floors: Mapping[tuple[int, str], float] | None,
+        relaxed: bool,
+    ):
+        self.inputs = inputs
+        self.tasks = tasks
+        self.stats = stats
+        self.scale = margin_scale(inputs)
+        self.preloaded = known if known is not None else {}
+        self.has_known = len(self.preloaded) > 0
+        self.floors = floors
+        self.relaxed = relaxed
+        self.queries = np.array(sorted(tasks), dtype=np.int64)
+        # pair id -> stored distance, shared by the queries of this process
+        self.solved: dict[int, float] = {}
+        # in a worker: the pair ids it solved first, since it last reported them
+        self.fresh: list[int] | None = None
+        self.results: dict[int, tuple[dict[int, float], list[tuple[str, int, float]]]] = {}
+        self.relaxed_results: dict = {}
+        # Potentials a query will want, left by the query that solved the pair first:
+        # query -> {other document -> the potential on the query's words (None: no
+        # problem was solved)}. A query's potentials, hence the pairs it visits, so never
+        # depend on the other queries of its job; only queries still collecting
+        # potentials get them.
+        self.left_for: dict[int, dict[int, np.ndarray | None]] = {}
+        self.collecting = np.zeros(inputs.n, dtype=bool)
+        self.collecting[self.queries] = True
+        # queries whose every list its floor settles need no bound: left out of the
+        # set-up (its work grows with the queries' words) and of the cheap bounds
+        self.settled = settled_lists(inputs, tasks, self.preloaded, floors)
+        self.single = getattr(floors, "candidates", None)  # reuse.CandidateFloors
+        self.bounded = np.array(
+            [q for q in self.queries.tolist() if q not in self.settled], dtype=np.int64
+        )
+        self.needs = np.isin(self.queries, self.bounded)
+        if relaxed:  # RWMD's lists need every query's rows
+            self.bounded, self.needs = self.queries, np.ones(len(self.queries), dtype=bool)
+        self.lower: LowerBounds | None = None
+        self.means = np.zeros((0, 0))
+
+    def set_up(self, pool: ThreadPoolExecutor | None) -> float:
+        """Build the bounds' tables of the job's queries (``pool``'s threads sharing the
+        work); returns their CPU seconds, also added to the stats."""
+        c0, wall0 = time.thread_time(), time.perf_counter()
+        self.lower = LowerBounds(self.inputs, self.bounded, pool=pool)
+        setup = time.thread_time() - c0 + self.lower.timing.get("worker_seconds", 0.0)
+        self.stats.setup_seconds += setup
+        self.stats.setup_wall_seconds += time.perf_counter() - wall0
+        self.stats.bound_seconds += setup
+        self.means = np.nan_to_num(self.lower.means)
+        return setup
+
+    def chunk(self, r0: int, r1: int, progress: Progress | None = None) -> None:
+        """Search queries ``self.queries[r0:r1]`` into ``results``: the cheap bound rows,
+        BOUND_ROWS at a time (a row's bits depend on its own query alone, so the blocks
+        change none), then each query's search. The queries before ``r0`` were handed
+        out before this chunk (in this process or another), so none of them collects
+        potentials here any more."""
+        if r0 < len(self.queries):
+            first = int(self.queries[r0])
+            self.collecting[:first] = False
+            for q in [q for q in self.left_for if q < first]:
+                del self.left_for[q]
+        for b0 in range(r0, r1, BOUND_ROWS):
+            b1 = min(b0 + BOUND_ROWS, r1)
+            block, wanted = self.queries[b0:b1], self.needs[b0:b1]
+            c0 = time.thread_time()
+            got = self.lower.rows(np.searchsorted(self.bounded, block[wanted]), plain=self.relaxed)
+            if self.relaxed:
+                got, plain = got
+                for q, row in zip(block.tolist(), plain, strict=True):
+                    self.relaxed_results[q] = relaxed_lists(self.inputs, self.tasks[q], row)
+            seconds = time.thread_time() - c0
+            with self.stats.lock:
+                self.stats.bound_seconds += seconds
+            rows = iter(got)
+            for q, want in zip(block.tolist(), wanted.tolist(), strict=True):
+                row = next(rows) if want else None
+                # a settled query has no use for its row
+                self.one_query(q, None if q in self.settled else row)
+                if progress is not None:
+                    progress.advance()
+
+    def distance(self, q: int, c: int, potential: bool) -> tuple[float, np.ndarray | None]:
         """The pair's distance, and with ``potential`` one on q's words from its solve
         (None if no transport problem was solved)."""
-        pair = min(q, c) * n + max(q, c)
-        taken = preloaded.get(pair)
+        inputs, stats, solved = self.inputs, self.stats, self.solved
+        pair = min(q, c) * inputs.n + max(q, c)
+        taken = self.preloaded.get(pair)
         if taken is not None:
             # solved before this job, whoever asks: its distance, never a potential
             with stats.lock:
@@ -370,10 +545,10 @@ def search_queries(
         if known is not None:
             if not potential:
                 return known, None
-            mine = left_for.get(q, {})
+            mine = self.left_for.get(q, {})
             if c in mine:
                 return known, mine.pop(c)
-            # solved by a query that did not leave it (or is solving it now): again
+            # solved by a query that did not leave it: again
         if q == c:
             solved[pair] = 0.0  # the diagonal of a gathered matrix
             return 0.0, None
@@ -388,18 +563,25 @@ def search_queries(
             q_costs, c_costs = (keep_source, cost), (keep_target, cost.T)
             if not q_source:
                 q_costs, c_costs = (keep_target, cost.T), (keep_source, cost)
-        if collecting[c] and pair not in solved:
-            left_for.setdefault(c, {})[q] = (
-                None
-                if duals is None
-                else query_potential(inputs, c, duals[0 if q_source else 1], c_costs)
-            )
+        if pair not in solved:
+            if self.fresh is not None:
+                self.fresh.append(pair)
+            if self.collecting[c]:
+                self.left_for.setdefault(c, {})[q] = (
+                    None
+                    if duals is None
+                    else query_potential(inputs, c, duals[0 if q_source else 1], c_costs)
+                )
         solved[pair] = known
         if duals is None or not potential:
             return known, None
         return known, query_potential(inputs, q, duals[1 if q_source else 0], q_costs)
 
-    def one_query(q: int, bound: np.ndarray) -> None:
+    def one_query(self, q: int, bound: np.ndarray | None) -> None:
+        """Search query ``q`` from its cheap bound row ``bound`` (None: settled by its
+        floors, or empty) into ``results``: the visit of each of its candidate lists."""
+        inputs, stats, tasks, scale = self.inputs, self.stats, self.tasks, self.scale
+        means, floors, settled = self.means, self.floors, self.settled
         used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
         tight: dict[int, float] = {}  # candidate -> its best bound, over all its tasks
         # potentials on q's words from its first solves, and per candidate how many of
@@ -419,8 +601,8 @@ def search_queries(
         certificates = []
         # dual bounds and dual ascents computed, and their CPU, added to stats at the end
         dual_work = [0, 0.0, 0]
-        if bound is not None and single is not None:
-            bound = _floored(q, bound)
+        if bound is not None and self.single is not None:
+            bound = self._floored(q, bound)
         for at_task, task in enumerate(tasks[q]):
             if inputs.empty[q]:
                 certificates.append((task.key, task.k, np.inf))
@@ -432,7 +614,7 @@ def search_queries(
             if q in settled:
                 fresh = settled[q][at_task]
             elif floor is not None:
-                fresh = _floor_taken(inputs, preloaded, scale, q, task, floor, used)
+                fresh = _floor_taken(inputs, self.preloaded, scale, q, task, floor, used)
             else:
                 fresh = None
             if fresh is not None:
@@ -470,17 +652,17 @@ def search_queries(
                     unsolved = lb  # and every other candidate's bound is at least this
                     break
                 if not from_heap:
-                    if _known(q, c):
+                    if self._known(q, c):
                         # its exact distance is known (another variant's solve): taken
                         # now, no bound can tell more, and the k-th tightens sooner
-                        d, _ = distance(q, c, False)
+                        d, _ = self.distance(q, c, False)
                         used[c] = d
                         limit = _admit(best, task.k, (_key(d), c), scale, limit)
                         at += 1
                         continue
                     # a candidate passes the tighter bound before it is solved
                     if c not in tight:
-                        _tighten(
+                        self._tighten(
                             q,
                             stream,
                             at,
@@ -542,7 +724,7 @@ def search_queries(
                         tight[c] = value
                         heapq.heappush(waiting, (value, c))
                         continue
-                d, potential = distance(q, c, held < POTENTIALS)
+                d, potential = self.distance(q, c, held < POTENTIALS)
                 if c in costs:
                     costs_bytes[0] -= costs.pop(c).nbytes
                 used[c] = d
@@ -551,13 +733,13 @@ def search_queries(
                     sources[held] = means[c]
                     held += 1
                     if held == POTENTIALS:
-                        collecting[q] = False
-                        left_for.pop(q, None)
+                        self.collecting[q] = False
+                        self.left_for.pop(q, None)
                 limit = _admit(best, task.k, (_key(d), c), scale, limit)
             certificates.append((task.key, task.k, unsolved))
-        collecting[q] = False
-        left_for.pop(q, None)
-        results[q] = (used, certificates)
+        self.collecting[q] = False
+        self.left_for.pop(q, None)
+        self.results[q] = (used, certificates)
         with stats.lock:
             stats.pairs += len(used)
             stats.candidates += sum(len(t.candidates) for t in tasks[q])
@@ -565,32 +747,36 @@ def search_queries(
             stats.ascents += dual_work[2]
             stats.tight_seconds += dual_work[1]
 
-    def _known(q: int, c: int) -> bool:
-        return has_known and preloaded.get(min(q, c) * n + max(q, c)) is not None
+    def _known(self, q: int, c: int) -> bool:
+        return (
+            self.has_known and self.preloaded.get(min(q, c) * self.inputs.n + max(q, c)) is not None
+        )
 
-    def _floored(q: int, bound: np.ndarray) -> np.ndarray:
+    def _floored(self, q: int, bound: np.ndarray) -> np.ndarray:
         # the cheap bounds raised to the original's certificates that bound the pair
         # (`floors.candidates`: this document's over its lists' members, each member's
         # over its lists holding this document), except where the pair is known: the
         # original solved it, so no certificate says anything of it, and the search
         # takes its distance
-        row = single.row(q, n)
+        n = self.inputs.n
+        row = self.single.row(q, n)
         if row is None:
             return bound
         raised = np.flatnonzero(row > bound)
-        if has_known and len(raised):
-            found, _ = _known_lookup(preloaded, np.minimum(raised, q) * n + np.maximum(raised, q))
+        if self.has_known and len(raised):
+            pair = np.minimum(raised, q) * n + np.maximum(raised, q)
+            found, _ = _known_lookup(self.preloaded, pair)
             raised = raised[~found]
         if not len(raised):
             return bound
         bound = bound.copy()
         bound[raised] = row[raised]
-        with stats.lock:
-            stats.floored_candidates += len(raised)
+        with self.stats.lock:
+            self.stats.floored_candidates += len(raised)
         return bound
 
     def _tighten(
-        q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit, transfers
+        self, q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit, transfers
     ) -> None:
         # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
         # cost-matrix kernel call and one ICT kernel call for all of them; once the query's ICT
@@ -602,13 +788,13 @@ def search_queries(
             return
         batch = []
         for c in stream[at:]:
-            if c not in used and c not in tight and not _known(q, c):
+            if c not in used and c not in tight and not self._known(q, c):
                 batch.append(c)
                 if len(batch) == TIGHTEN_BATCH:
                     break
         t0 = time.thread_time()
         fresh: dict[int, np.ndarray] = {}
-        ict = constrained_transfers(inputs, q, np.array(batch, dtype=np.int64), fresh)
+        ict = constrained_transfers(self.inputs, q, np.array(batch, dtype=np.int64), fresh)
         for c, value in zip(batch, ict.tolist(), strict=True):
             tight[c] = max(float(bound[c]), value)
             if limit < np.inf:
@@ -616,87 +802,128 @@ def search_queries(
                 transfers[1] += tight[c] > limit >= bound[c]
         costs_bytes[0] = _keep_costs(costs, costs_bytes[0], fresh, tight, limit)
         seconds = time.thread_time() - t0
-        with stats.lock:
-            stats.tight += len(batch)
-            stats.tight_seconds += seconds
+        with self.stats.lock:
+            self.stats.tight += len(batch)
+            self.stats.tight_seconds += seconds
 
-    def _keep_costs(costs, held, fresh, tight, limit) -> int:
-        # the matrices of candidates a dual bound may still need, within COST_BYTES: a
-        # candidate beyond the k-th distance of the moment needs one only if another of
-        # the query's lists takes it, so those go first, then the newest stay out.
-        # Returns the bytes `costs` holds (`held` before).
-        for c, cost in fresh.items():
-            if tight[c] <= limit:
-                costs[c] = cost
-                held += cost.nbytes
-        if held > COST_BYTES:
-            for c in [c for c in costs if tight[c] > limit]:
-                held -= costs.pop(c).nbytes
-        while held > COST_BYTES:
-            held -= costs.popitem()[1].nbytes
-        return held
 
-    started = time.perf_counter()
-    # queries whose every list its floor settles need no bound: left out of the set-up
-    # (its work grows with the queries' words) and of the cheap bounds
-    settled = settled_lists(inputs, tasks, preloaded, floors)
-    single = getattr(floors, "candidates", None)  # reuse.CandidateFloors
-    bounded = np.array([q for q in queries.tolist() if q not in settled], dtype=np.int64)
-    needs = np.isin(queries, bounded)
-    if relaxed:  # RWMD's lists need every query's rows
-        bounded, needs = queries, np.ones(len(queries), dtype=bool)
-    relaxed_results: dict = {}
-    if report is not None:
-        LOG.info("%s: %d queries; setting up their lower bounds", report, len(queries))
-    with _blas().limit(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        c0 = time.thread_time()
-        # the job's threads share the set-up, which else left all but one idle (20
-        # Newsgroups, every query, 2 threads: 99 s on one thread, 58 s shared)
-        lower = LowerBounds(inputs, bounded, pool=pool)
-        setup = time.thread_time() - c0 + lower.timing.get("worker_seconds", 0.0)
-        stats.setup_seconds += setup
-        stats.bound_seconds += setup
-        means = np.nan_to_num(lower.means)
-        if report is not None:
-            LOG.info("%s: lower bounds set up in %.1f s CPU; searching", report, setup)
-        # counted from here: the set-up above is no query's, and would skew the rate
-        solves0 = stats.solves
-        progress = Progress(
-            LOG if report is not None else None,
-            report or "",
-            len(queries),
-            "queries",
-            detail=lambda done: _solves_text(stats.solves - solves0, done),
-        )
+def _keep_costs(costs, held, fresh, tight, limit) -> int:
+    # the matrices of candidates a dual bound may still need, within COST_BYTES: a
+    # candidate beyond the k-th distance of the moment needs one only if another of
+    # the query's lists takes it, so those go first, then the newest stay out.
+    # Returns the bytes `costs` holds (`held` before).
+    for c, cost in fresh.items():
+        if tight[c] <= limit:
+            costs[c] = cost
+            held += cost.nbytes
+    if held > COST_BYTES:
+        for c in [c for c in costs if tight[c] > limit]:
+            held -= costs.pop(c).nbytes
+    while held > COST_BYTES:
+        held -= costs.popitem()[1].nbytes
+    return held
 
-        def searched(r0: int) -> None:
-            # the cheap bound rows of a few queries, then their searches: one task of
-            # the pool, so no thread waits for another's block (a row's bits depend on
-            # its own query alone, so the blocks change none)
-            block, wanted = queries[r0 : r0 + BOUND_ROWS], needs[r0 : r0 + BOUND_ROWS]
-            c0 = time.thread_time()
-            got = lower.rows(np.searchsorted(bounded, block[wanted]), plain=relaxed)
-            if relaxed:
-                got, plain = got
-                for q, row in zip(block.tolist(), plain, strict=True):
-                    relaxed_results[q] = relaxed_lists(inputs, tasks[q], row)
-            seconds = time.thread_time() - c0
+
+# Worker processes (search_queries with threads > 1).
+#
+# Start method: fork, chosen over spawn and forkserver. A forked worker inherits the
+# job as the parent built it (inputs, query lists, known pairs, floors and the bounds'
+# tables: hundreds of MB at 20 Newsgroups' size) by copy-on-write, where spawn or
+# forkserver would pickle all of it to each worker, and spawn would import numpy,
+# pyarrow, numba and wmdeval (and load the cached kernels) again in each. Fork's hazard
+# is a lock another thread holds at the fork, which the child inherits held: so the
+# workers are forked only after the set-up's thread pool is shut down (its threads
+# gone), before the executor starts its own thread (ProcessPoolExecutor forks them all
+# at its first submit), and the threads left are native pools that expect a fork:
+# OpenBLAS (its atfork handler stops its threads) and Arrow's (rebuilt in the child).
+# Each worker runs with one BLAS thread (_work_start), as the search always did, so N
+# workers use N cores, and touches no logger, lock or file of the parent's: it returns
+# its chunk's results, counts and CPU, and the parent merges them and logs.
+
+#: The job the worker processes search: set by the parent just before it forks them,
+#: so that each inherits it (its copy, whose `solved` and `left_for` are its own).
+_JOB: _Search | None = None
+_BLAS_LIMIT = None  # a worker's one-thread BLAS limit, held for its life
+
+#: SearchStats counters a worker adds up over a chunk and the parent sums.
+_SUMMED = (
+    "solves",
+    "reused",
+    "floored",
+    "floored_candidates",
+    "pairs",
+    "candidates",
+    "tight",
+    "duals",
+    "ascents",
+    "bound_seconds",
+    "tight_seconds",
+)
+
+
+def _work_start() -> None:
+    global _BLAS_LIMIT
+    # a signal ends a worker at once; the parent (the CLI's handler) says the job was
+    # interrupted, and a worker that died alone fails the job (_run_workers)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _BLAS_LIMIT = _blas().limit(limits=1, user_api="blas")
+    _JOB.fresh = []
+
+
+def _work_chunk(r0: int, r1: int) -> tuple:
+    """In a worker: search queries [r0, r1) of the job; returns (worker pid, results,
+    relaxed results, pair ids solved first by this worker, counts, process CPU)."""
+    job = _JOB
+    cpu0 = time.process_time()
+    job.stats = SearchStats()
+    job.chunk(r0, r1)
+    results, job.results = job.results, {}
+    relaxed, job.relaxed_results = job.relaxed_results, {}
+    fresh, job.fresh = np.array(job.fresh, dtype=np.int64), []
+    counts = {name: getattr(job.stats, name) for name in _SUMMED}
+    return os.getpid(), results, relaxed, fresh, counts, time.process_time() - cpu0
+
+
+def _run_workers(
+    job: _Search, chunks: list[tuple[int, int]], workers: int, progress: Progress
+) -> None:
+    """Search ``chunks`` of ``job`` in ``workers`` forked processes (see above), each
+    taking the next chunk when it finishes one; their results, counts and CPU into
+    ``job`` and its stats, and the solves of pairs another worker solved too into
+    ``stats.duplicates``. A worker's exception is raised here; a worker that dies (a
+    signal, the memory limit) is a WmdevalError."""
+    global _JOB
+    stats = job.stats
+    fresh: list[np.ndarray] = []
+    _JOB = job
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=_work_start
+    )
+    try:
+        futures = {pool.submit(_work_chunk, r0, r1): r1 - r0 for r0, r1 in chunks}
+        for future in as_completed(futures):
+            try:
+                _, results, relaxed, solved, counts, cpu = future.result()
+            except BrokenProcessPool as error:
+                raise io.WmdevalError(
+                    "wmd search: a worker process died before its queries were done "
+                    "(killed by a signal, e.g. over the job's memory)"
+                ) from error
+            job.results.update(results)
+            job.relaxed_results.update(relaxed)
+            fresh.append(solved)
             with stats.lock:
-                stats.bound_seconds += seconds
-            rows = iter(got)
-            for q, want in zip(block.tolist(), wanted.tolist(), strict=True):
-                row = next(rows) if want else None
-                one_query(q, None if q in settled else row)  # a settled query has no use
-                progress.advance()
-
-        # list(): re-raises a worker's exception
-        list(pool.map(searched, range(0, len(queries), BOUND_ROWS)))
-    progress.finish()
-    stats.queries += len(queries)
-    stats.search_seconds += time.perf_counter() - started
-    if relaxed:
-        return (*_tables(inputs, results), *_tables(inputs, relaxed_results))
-    return _tables(inputs, results)
+                for name, value in counts.items():
+                    setattr(stats, name, getattr(stats, name) + value)
+                stats.worker_seconds += cpu
+            progress.advance(futures[future])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _JOB = None
+    # each worker reports a pair once (the first time it solves it)
+    solved = np.concatenate(fresh) if fresh else np.zeros(0, dtype=np.int64)
+    stats.duplicates += len(solved) - len(np.unique(solved))
 
 
 def _solves_text(solves: int, queries: int) -> str:
