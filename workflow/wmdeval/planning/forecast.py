@@ -298,7 +298,8 @@ def measure(
         relaxed,
         report=f"{report}: sampled queries" if report is not None else None,
     )[0]
-    cpu = time.process_time() - cpu0
+    # with threads > 1 the queries run in worker processes: their CPU is not this one's
+    cpu = time.process_time() - cpu0 + stats.worker_seconds
     init = stats.setup_seconds
     per_query = max(cpu - init, 0.0)
     m = max(len(sampled), 1)
