@@ -34,12 +34,30 @@ def table_rows(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
 
+# The test files whose work is the longest chain, longest first (--durations): the real
+# SLURM run (opt-in; mostly waiting on the cluster, so it overlaps the others best from the
+# start), then the files of several workflow runs.
+LONGEST_FIRST = (
+    "test_slurm.py",
+    "test_workflow_small.py",
+    "test_workflow.py",
+    "test_workflow_inputs.py",
+    "test_user_mat.py",
+)
+
+
 def pytest_collection_modifyitems(items):
-    """The whole workflow's runs first. pytest-xdist (``--dist loadfile``) hands each test
-    file to one worker, so a file's module-scoped fixture (a workflow run) is built once;
-    handing out the files that run whole workflows before the quick ones keeps the slowest
-    chain of work from starting last."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)  # stable: file order
+    """The whole workflow's runs first, the longest first (LONGEST_FIRST). pytest-xdist
+    (``--dist loadfile``) hands each test file to one worker, so a file's module-scoped
+    fixture (a workflow run) is built once; handing out the files that run whole workflows
+    before the quick ones keeps the slowest chain of work from starting last."""
+
+    def order(item) -> tuple[bool, int]:
+        name = item.path.name
+        rank = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return item.get_closest_marker("e2e") is None, rank
+
+    items.sort(key=order)  # stable: file order within a rank
 
 
 def pytest_configure(config):
