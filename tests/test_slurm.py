@@ -209,16 +209,22 @@ def _slurm_run(workdir: Path, python_path: str | None) -> tuple[subprocess.Compl
 
 
 @pytest.fixture(scope="module")
-def runs(slurm_cluster, slurm_plugin, tmp_path_factory):
-    """The same workflow run locally and through SLURM, in two directories."""
+def local_run(tmp_path_factory):
+    """(workdir, its pending run): the same workflow run locally, started at once in the
+    background, so that it runs while SLURM is installed and started and while the SLURM
+    run waits on the cluster (load ~1.4 on 2 cores). ``runs`` asks for it first."""
     local_dir = workflow_copy(tmp_path_factory.mktemp("local"))
-    slurm_dir = workflow_copy(tmp_path_factory.mktemp("slurm"))
-    # side by side: the SLURM run mostly waits on the cluster's scheduling (load ~1.4 on
-    # 2 cores), so the local run fits beside it
     with ThreadPoolExecutor(1) as beside:
-        local_run = beside.submit(snakemake, local_dir, "--cores", "2")
-        slurm, slurm_seconds = _slurm_run(slurm_dir, slurm_plugin[1])
-        local, local_seconds = local_run.result()
+        yield local_dir, beside.submit(snakemake, local_dir, "--cores", "2")
+
+
+@pytest.fixture(scope="module")
+def runs(local_run, slurm_cluster, slurm_plugin, tmp_path_factory):
+    """The same workflow run locally and through SLURM, in two directories."""
+    local_dir, pending = local_run
+    slurm_dir = workflow_copy(tmp_path_factory.mktemp("slurm"))
+    slurm, slurm_seconds = _slurm_run(slurm_dir, slurm_plugin[1])
+    local, local_seconds = pending.result()
     assert local.returncode == 0, local.stderr[-5000:]
     print(
         f"local run {local_seconds:.0f} s, SLURM run {slurm_seconds:.0f} s "
