@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import ot
+from workflow_helpers import python_output
 
 from wmdeval.distances.wmd import pot_simplex
 
 
-def _run(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_a_later_import_of_pot_works_and_shares_the_compiled_module():
-    out = _run(
+    out = python_output(
         """
         import numpy as np
         from wmdeval.distances.wmd.pot_simplex import emd_c

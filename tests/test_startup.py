@@ -6,27 +6,16 @@ imports what they do not use (see wmd/pot_simplex.py and core/io.read_table)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pyarrow as pa
 import pyarrow.parquet as pq
+from workflow_helpers import python_output
 
 from wmdeval.core import io as wio
 
 
-def _run(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_a_wmd_job_loads_the_solver_without_the_rest_of_pot():
     # what made every WMD job pay ~2 CPU-s at start-up: POT's __init__ and what it imports
-    out = _run(
+    out = python_output(
         """
         import sys
         import wmdeval.distances.wmd.blocks, wmdeval.distances.wmd.search
@@ -42,7 +31,7 @@ def test_reading_a_table_leaves_pyarrow_dataset_unimported(tmp_path):
     # reads the same table without it
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"doc_id": [1, 2], "x": [0.5, None]}), path)
-    out = _run(
+    out = python_output(
         f"""
         import sys
         from wmdeval.core import io

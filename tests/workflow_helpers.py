@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import uuid
 from pathlib import Path
 
@@ -111,3 +112,12 @@ def readme_block(name: str, page: Path = README) -> str:
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     assert start in text and end in text, f"{page.name} lacks the {name} markers"
     return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def python_output(code: str) -> str:
+    """What a fresh interpreter prints running ``code`` (dedented); it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
