@@ -44,4 +44,4 @@ def test_the_directly_loaded_solver_gives_pots_values_to_the_bit():
 
 
 def test_with_pot_imported_already_it_is_pots_own_function():
-    assert pot_simplex.load_emd_c() is ot.lp.emd_wrap.emd_c
+    assert pot_simplex.load_emd_wrap() is ot.lp.emd_wrap

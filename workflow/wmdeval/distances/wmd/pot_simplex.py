@@ -8,7 +8,7 @@ the CPU of a short WMD job and, over the hundreds of jobs of a run, minutes of i
 
 The compiled module's own initialisation needs numpy and one name of ``ot.utils``
 (``dist``, which only its 1-D solver calls, and only for metrics given by name; the
-workflow never calls it). :func:`load_emd_c` runs that initialisation with a stand-in
+workflow never calls it). :func:`load_emd_wrap` runs that initialisation with a stand-in
 for ``ot.utils`` present only while it runs, and leaves no trace in ``sys.modules``: a
 later ``import ot`` in the same process initialises POT as usual, and its
 ``ot.lp.emd_wrap`` is this very module (a compiled module is initialised once per
@@ -23,7 +23,6 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Callable
 
 MODULE = "ot.lp.emd_wrap"
 
@@ -80,15 +79,7 @@ def load_emd_wrap() -> types.ModuleType:
     return emd_wrap
 
 
-def load_emd_c() -> Callable:
-    """``ot.lp.emd_wrap.emd_c``, POT's exact solver (see :func:`load_emd_wrap`)."""
-    return load_emd_wrap().emd_c
-
-
-_EMD_WRAP = load_emd_wrap()
-emd_c = _EMD_WRAP.emd_c
-
-
-def emd_wrap_file() -> str:
-    """The compiled module's file (the shared library that holds POT's C++ solver)."""
-    return _EMD_WRAP.__file__
+#: the module (its ``__file__``: the shared library that holds POT's C++ solver) and its
+#: exact solver
+emd_wrap = load_emd_wrap()
+emd_c = emd_wrap.emd_c

@@ -42,7 +42,7 @@ from .compiled import (
     _solve_problems,
 )
 from .pairs import plan_blocks, row_segments
-from .pot_simplex import emd_c, emd_wrap_file
+from .pot_simplex import emd_c, emd_wrap
 
 # The package's name, as the blocks and the search log under.
 LOG = logging.getLogger("wmdeval.distances.wmd")
@@ -454,7 +454,7 @@ def _network_simplex_address() -> int:
     """
     try:
         address = ctypes.cast(
-            getattr(ctypes.CDLL(emd_wrap_file()), _EMD_WRAP), ctypes.c_void_p
+            getattr(ctypes.CDLL(emd_wrap.__file__), _EMD_WRAP), ctypes.c_void_p
         ).value
     except (OSError, AttributeError):
         return 0
