@@ -269,10 +269,12 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
     indptr, indices = local.indptr, np.searchsorted(words, local.indices)
     monkeypatch.setattr(bounds, "MAX_ENTRIES", 7)  # chunks of 64 words
     built = {}
-    for name, rows, groups, threads in [
-        ("unsliced", 1 << 30, 1 << 30, 0),
-        ("sliced", 64, 7, 0),
-        ("pool", 64, 7, 3),
+    for name, rows, groups, threads, processes in [
+        ("unsliced", 1 << 30, 1 << 30, 0, 1),
+        ("sliced", 64, 7, 0, 1),
+        ("pool", 64, 7, 3, 1),
+        # whole chunks in forked processes, the second table lowered under locks
+        ("processes", 64, 7, 0, 3),
     ]:
         monkeypatch.setattr(bounds, "SLICE_ROWS", rows)
         monkeypatch.setattr(bounds, "SLICE_GROUPS", groups)
@@ -287,16 +289,18 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
                 indices,
                 timing=timing,
                 pool=pool if threads else None,
+                processes=processes,
             )
         built[name] = [np.asarray(table).tobytes() for table in got]
         assert timing["chunks_done"] == timing["chunks"] > 1
-        if threads:  # the pool's CPU is counted, the waiting thread's is not
+        if threads or processes > 1:  # their CPU is counted, the waiting thread's is not
             assert 0 < timing["worker_seconds"] <= timing["chunk_seconds"] + timing["back_seconds"]
         else:
             assert timing["worker_seconds"] == 0.0
     assert len(words) > 64 and len(np.unique(flat)) > 2 * 64 and len(starts) > 2 * 7
     assert built["sliced"] == built["unsliced"]
     assert built["pool"] == built["unsliced"]
+    assert built["processes"] == built["unsliced"]
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])

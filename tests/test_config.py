@@ -97,6 +97,13 @@ def test_config_readme_documents_every_key():
     assert not missing
 
 
+def test_the_schema_reads_the_same_with_either_yaml_loader():
+    # load_schema takes libyaml's loader where there is one, for speed
+    text = config.SCHEMA.read_text(encoding="utf-8")
+    assert config.load_schema() == yaml.safe_load(text)
+    assert config.load_schema() == yaml.load(text, Loader=yaml.SafeLoader)
+
+
 def test_every_schema_key_has_a_description():
     schema = config.load_schema()
 

@@ -221,6 +221,31 @@ def test_validation_split_is_sklearns(n_train, test_size):
     assert val.tolist() == ref_val.tolist()
 
 
+def test_shuffle_split_is_sklearns_train_test_split_for_many_sizes_and_seeds():
+    # written out to keep scikit-learn's import out of the jobs: the same positions in the
+    # same order, test sizes whose product with n is whole or not (ceil), any seed
+    from wmdeval.core.roles import shuffle_split
+
+    checked = 0
+    for n in [2, 3, 4, 7, 10, 11, 64, 100, 333, 1000, 4097]:
+        for test_size in [0.01, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.7, 0.9, 0.99]:
+            for seed in [0, 1, 5, 42, 2**31 - 1, 2**32 - 1]:
+                try:
+                    ref = train_test_split(np.arange(n), test_size=test_size, random_state=seed)
+                except ValueError:  # sklearn: an empty train set
+                    with pytest.raises(ValueError):
+                        shuffle_split(n, test_size, seed)
+                    continue
+                train, test = shuffle_split(n, test_size, seed)
+                assert train.dtype == test.dtype == np.int64
+                assert (train.tolist(), test.tolist()) == (ref[0].tolist(), ref[1].tolist())
+                checked += 1
+    assert checked > 500
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError):
+            shuffle_split(10, bad, 0)
+
+
 def test_missing_settings_take_the_schemas_defaults():
     settings = evaluate.complete_settings({"knn": {"seed": 3}})
     assert settings["knn"] == {"k": list(range(1, 20)), "validation_size": 0.2, "seed": 3}

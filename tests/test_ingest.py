@@ -111,6 +111,17 @@ def test_random_splits_are_seeded_70_30_partitions():
         assert sorted(np.asarray(splits.column("doc_id"))[sel]) == list(range(20))
 
 
+def test_random_splits_are_sklearns_train_test_split_with_the_folds_seeds():
+    from sklearn.model_selection import train_test_split
+
+    splits = ingest.random_splits(37, folds=3, test_size=0.3, seed=4).to_pylist()
+    for fold in range(3):
+        train, test = train_test_split(np.arange(37), test_size=0.3, random_state=4 + fold)
+        rows = [r for r in splits if r["fold"] == fold]
+        assert [r["doc_id"] for r in rows if r["subset"] == "train"] == sorted(train.tolist())
+        assert [r["doc_id"] for r in rows if r["subset"] == "test"] == sorted(test.tolist())
+
+
 def test_table_source_with_split_column(tmp_path):
     path = tmp_path / "corpus.tsv"
     path.write_text("text\tlabel\tsplit\nGood film\tpos\ttrain\nBad film\tneg\ttest\n")

@@ -42,3 +42,22 @@ def test_reading_a_table_leaves_pyarrow_dataset_unimported(tmp_path):
     assert out == "2 False"
     assert wio.read_table(path).schema.equals(pq.read_table(path).schema, check_metadata=True)
     assert wio.read_table(path).to_pydict() == pq.read_table(path).to_pydict()
+
+
+def test_the_query_roles_and_random_splits_leave_scikit_learn_unimported():
+    # every job that reads the kNN protocol's query roles (forecasts, searches,
+    # evaluations, analyses) paid ~1.2 CPU-s for sklearn's train_test_split
+    out = python_output(
+        """
+        import sys
+        import numpy as np
+        from wmdeval.core import roles
+        from wmdeval.ingest import corpora
+        folds = [(np.arange(0, 40), np.arange(40, 50))]
+        found = roles.query_roles(folds, np.zeros(50, dtype=bool), None)
+        corpora.random_splits(30, folds=2, test_size=0.3, seed=0)
+        heavy = ("sklearn", "scipy.stats")
+        print(len(found), sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy))
+        """
+    )
+    assert out == "3 []"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import math
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -46,18 +47,33 @@ def complete_settings(settings: Mapping | None) -> dict:
     return resolved
 
 
+def shuffle_split(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train positions, test positions) of ``n`` items, int64, in shuffled order: exactly
+    sklearn's ``train_test_split(np.arange(n), test_size=test_size, random_state=seed)``
+    for a fraction ``test_size`` in (0, 1) (``ceil(test_size * n)`` test items, the first
+    of ``RandomState(seed).permutation(n)``, the rest train). Written out because
+    importing scikit-learn costs a job about 1.2 s CPU (it pulls in scipy.stats), paid
+    by every job that reads the query roles; ``tests/test_roles.py`` holds it to
+    sklearn's for many sizes and seeds."""
+    if not 0 < test_size < 1:
+        raise ValueError(f"test_size={test_size} is not a fraction in (0, 1)")
+    n_test = math.ceil(test_size * n)
+    if n - n_test <= 0:
+        raise ValueError(f"with {n} items and test_size={test_size} the train set is empty")
+    permutation = np.random.RandomState(seed).permutation(n).astype(np.int64)
+    return permutation[n_test:], permutation[:n_test]
+
+
 def validation_split(n_train: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(fit positions, validation positions) into the fold's training list, int64.
 
     Exactly sklearn's ``train_test_split(np.arange(n_train), ...)``, shuffled order
-    included; callers sort the fit positions before ranking neighbours.
+    included (:func:`shuffle_split`); callers sort the fit positions before ranking
+    neighbours.
     """
-    from sklearn.model_selection import train_test_split
-
     if n_train < 2:
         raise WmdevalError(f"cannot split {n_train} training document(s) for validation")
-    fit, val = train_test_split(np.arange(n_train), test_size=test_size, random_state=seed)
-    return np.asarray(fit, dtype=np.int64), np.asarray(val, dtype=np.int64)
+    return shuffle_split(n_train, test_size, seed)
 
 
 def validation_splits(n_train: int, settings: Mapping) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -24,6 +24,7 @@ import pyarrow as pa
 from ..core import schemas
 from ..core.errors import WmdevalError
 from ..core.io import write_table
+from ..core.roles import shuffle_split
 
 # Named stop-word lists ship as package data, so any install of wmdeval (a wheel too) has them.
 STOPWORD_LISTS = {"kusner115": resources.files("wmdeval") / "data" / "stopwords" / "kusner115.txt"}
@@ -240,12 +241,10 @@ def documents_table(bags: Sequence[Counter], labels: Sequence[str]) -> pa.Table:
 
 def random_splits(n_docs: int, folds: int, test_size: float, seed: int) -> pa.Table:
     """``folds`` seeded random train/test splits of all documents (SPLITS)."""
-    from sklearn.model_selection import train_test_split
-
     rows_fold, rows_doc, rows_subset = [], [], []
-    ids = np.arange(n_docs)
     for fold in range(folds):
-        train, test = train_test_split(ids, test_size=test_size, random_state=seed + fold)
+        # sklearn's train_test_split(np.arange(n_docs), ...), without its import
+        train, test = shuffle_split(n_docs, test_size, seed + fold)
         for subset, members in (("train", np.sort(train)), ("test", np.sort(test))):
             rows_fold.extend([fold] * len(members))
             rows_doc.extend(members.tolist())

@@ -100,6 +100,9 @@ from .solver import WmdInputs, _blas, prepare, solve_pair_costs
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
 
+#: whether worker processes can be forked here (not on Windows; macOS has fork)
+_FORK = "fork" in multiprocessing.get_all_start_methods()
+
 #: Query documents whose bound rows are computed together, then searched, as one chunk
 #: of the job's workers (bounds memory: workers x this x n x 8 B). A row's bits depend on
 #: its query alone. Small chunks keep the workers busy to the end of the job, and their
@@ -377,10 +380,14 @@ def search_queries(
     if report is not None:
         LOG.info("%s: %d queries; setting up their lower bounds", report, count)
     with _blas().limit(limits=1, user_api="blas"):
-        if threads > 1:
-            # the job's threads share the set-up, which else left all but one idle (20
-            # Newsgroups, every query, 2 threads: 99 s on one thread, 58 s shared); shut
-            # down (its threads gone) before the workers are forked
+        if threads > 1 and _FORK:
+            # the job's workers share the set-up too, which else left all but one idle
+            # (20 Newsgroups, every query, 2 threads: 99 s on one thread, 58 s shared),
+            # as forked processes: threads ran it at 1.6x on 2 (the lock held between the
+            # kernels), 19.5 % of the job's CPU then outside its workers (241 queries)
+            setup = job.set_up(None, processes=threads)
+        elif threads > 1:
+            # shut down (its threads gone) before the workers are forked
             with ThreadPoolExecutor(threads) as pool:
                 setup = job.set_up(pool)
         else:
@@ -398,7 +405,7 @@ def search_queries(
         )
         chunks = _chunks(count, threads)
         workers = min(threads, len(chunks))
-        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        if workers > 1 and _FORK:
             _run_workers(job, chunks, workers, progress)
         else:
             for r0, r1 in chunks:
@@ -487,11 +494,12 @@ class _Search:
         self.lower: LowerBounds | None = None
         self.means = np.zeros((0, 0))
 
-    def set_up(self, pool: ThreadPoolExecutor | None) -> float:
-        """Build the bounds' tables of the job's queries (``pool``'s threads sharing the
-        work); returns their CPU seconds, also added to the stats."""
+    def set_up(self, pool: ThreadPoolExecutor | None, processes: int = 1) -> float:
+        """Build the bounds' tables of the job's queries (``pool``'s threads, or
+        ``processes`` forked processes, sharing the work); returns their CPU seconds,
+        also added to the stats."""
         c0, wall0 = time.thread_time(), time.perf_counter()
-        self.lower = LowerBounds(self.inputs, self.bounded, pool=pool)
+        self.lower = LowerBounds(self.inputs, self.bounded, pool=pool, processes=processes)
         setup = time.thread_time() - c0 + self.lower.timing.get("worker_seconds", 0.0)
         self.stats.setup_seconds += setup
         self.stats.setup_wall_seconds += time.perf_counter() - wall0
