@@ -377,3 +377,13 @@ def test_a_partial_build_computes_every_nth_chunk_as_the_full_one(monkeypatch):
     taken = taken[taken < len(full.vocabulary)]
     assert timing["back_pairs_done"] == np.isin(full.local.indices, taken).sum()
     np.testing.assert_array_equal(partial.to_documents[taken], full.to_documents[taken])
+
+
+def test_distinct_words_are_numpys_unique_with_inverse():
+    rng = np.random.default_rng(3)
+    for vocabulary, size in [(1, 5), (10, 0), (10, 3), (50, 400), (1000, 200)]:
+        flat = rng.integers(0, vocabulary, size)
+        rows, at = bounds._distinct(flat, vocabulary)
+        want_rows, want_at = np.unique(flat, return_inverse=True)
+        assert rows.dtype == at.dtype == np.int64
+        assert rows.tolist() == want_rows.tolist() and at.tolist() == want_at.tolist()

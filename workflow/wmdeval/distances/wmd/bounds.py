@@ -361,8 +361,8 @@ class _NearestWords:
         # Distances from the distinct words of `flat` only: for a few query documents they
         # are a small part of the vocabulary (20 Newsgroups, 15 queries: 1,300 of 53,000
         # words), and every vocabulary row would cost V x V products per job.
-        rows, at = np.unique(flat, return_inverse=True)
-        self.rows, self.at = rows, at.astype(np.int64)
+        rows, at = _distinct(flat, len(inputs.vectors))
+        self.rows, self.at = rows, at
         self.words = np.asarray(words, dtype=np.int64)
         array = _shared_array if shared else _local
         self.out = array((len(self.words), len(self.starts)), np.float32)
@@ -438,6 +438,17 @@ class _NearestWords:
         back0 = time.thread_time()
         spent = _share(pool, back, self.row_parts)
         return worker + spent, time.thread_time() - back0, spent, int(inside.sum())
+
+
+def _distinct(flat: np.ndarray, vocabulary: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(flat, return_inverse=True)`` (int64) for entries in [0, vocabulary), by
+    marking the words present instead of sorting (20 Newsgroups' 1.9 M entries: 0.27 s
+    sorted, run before a job's processes can share any work)."""
+    flat = np.asarray(flat, dtype=np.int64)
+    present = np.zeros(vocabulary, dtype=bool)
+    present[flat] = True
+    position = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present).astype(np.int64), position[flat]
 
 
 def _local(shape: tuple[int, ...], dtype, fill: float | None = None) -> np.ndarray:

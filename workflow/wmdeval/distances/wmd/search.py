@@ -167,13 +167,16 @@ class SearchStats:
     # it, under the search's one-thread BLAS limit, as every job pays it; and its wall time
     setup_seconds: float = 0.0
     setup_wall_seconds: float = 0.0
+    # of setup_seconds, the CPU of the processes it was built in (threads > 1)
+    setup_worker_seconds: float = 0.0
     # ICT and dual bounds, dual ascents (CPU of the threads computing them)
     tight_seconds: float = 0.0
     search_seconds: float = 0.0
     # worker processes (threads > 1): exact solves of a pair that another worker of the
     # job solved too (one process's queries share their solves, workers do not), and
-    # the workers' process CPU on their chunks (the rest of the job's CPU is this
-    # process's: the set-up, handing out chunks, merging, the tables)
+    # the CPU of the job's child processes: the set-up's and the workers' on their
+    # chunks (the rest of the job's CPU is this process's: reading the set-up's parts
+    # together, handing out chunks, merging, the tables)
     duplicates: int = 0
     worker_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -500,7 +503,11 @@ class _Search:
         also added to the stats."""
         c0, wall0 = time.thread_time(), time.perf_counter()
         self.lower = LowerBounds(self.inputs, self.bounded, pool=pool, processes=processes)
-        setup = time.thread_time() - c0 + self.lower.timing.get("worker_seconds", 0.0)
+        helpers = self.lower.timing.get("worker_seconds", 0.0)
+        setup = time.thread_time() - c0 + helpers
+        if processes > 1:  # child processes: not in this process's clock
+            self.stats.setup_worker_seconds += helpers
+            self.stats.worker_seconds += helpers
         self.stats.setup_seconds += setup
         self.stats.setup_wall_seconds += time.perf_counter() - wall0
         self.stats.bound_seconds += setup
