@@ -28,13 +28,16 @@ chunks, merging, the tables). Then the same queries cut into N sub-shards
 (``search.query_shards`` again), each searched by its own one-worker process, all started
 at once (each reads and prepares the corpus first, as a job does: "with start-up"); their
 tables, concatenated in order, are hashed too. The speed-up of the processes is from the
-slowest one's search alone, as the workers' rows time the search alone. Last line:
+slowest one's search alone, as the workers' rows time the search alone. ``--repeat R``
+(default 3): each worker count is run R times, interleaved, and its row is the run of
+median wall time (on a 2-core VM single runs of the same row differ by up to 5 %). Last
+line:
 
     thread_scaling: <N> threads <x>x one thread, <N> processes <y>x, tables identical: yes|no
 
 It exits 1 if any tables differ from the one-worker run's.
 
-    python benchmarks/thread_scaling.py [--shard 1 --of 48] [--workers N] [--record]
+    python benchmarks/thread_scaling.py [--shard 1 --of 48] [--workers N] [--repeat R] [--record]
 """
 
 from __future__ import annotations
@@ -125,6 +128,34 @@ def run_workers(inputs, folds, args, workers: int) -> dict:
     }
 
 
+def _print_row(row: dict, one: dict, label: str) -> None:
+    """Complete ``row`` against the one-worker run ``one`` (speed-up, serial shares) and
+    print it after ``label``."""
+    workers = row["workers"]
+    row["speedup"] = one["wall_s"] / row["wall_s"]
+    # the job's CPU outside its workers, over all of it (one worker: no workers)
+    row["serial_share"] = row["parent_cpu_s"] / row["cpu_s"] if workers > 1 else None
+    # of which its part of the bounds' set-up and the rest (handing out chunks, merging,
+    # the tables)
+    rest = max(row["parent_cpu_s"] - row["setup_parent_cpu_s"], 0.0)
+    row["rest_share"] = rest / row["cpu_s"] if workers > 1 else None
+    share = (
+        f"{100 * row['serial_share']:.1f} % (rest {100 * row['rest_share']:.1f} %)"
+        if workers > 1
+        else "-"
+    )
+    same = "reference" if row is one else ("same" if row["hash"] == one["hash"] else "DIFFER")
+    print(
+        f"{label}{row['wall_s']:6.1f}   {row['cpu_s']:6.1f} "
+        f"({row['parent_cpu_s']:.1f} + {row['children_cpu_s']:.1f}; set-up "
+        f"{row['setup_cpu_s']:.1f}, {row['setup_wall_s']:.1f} s wall)   "
+        f"{row['speedup']:5.2f}x   {share:>21}   "
+        f"{row['solves']:,} ({row['duplicates']:,})   {row['load']:.2f}   "
+        f"{row['hash']} {same}",
+        flush=True,
+    )
+
+
 def run_processes(args, count: int, tmp: Path) -> dict:
     """The shard's queries as ``count`` sub-shards, each searched by its own one-worker
     process (this script, ``--child``), all started at once."""
@@ -199,6 +230,12 @@ def main() -> None:
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--processes", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per worker count; each row is the run of median wall time (default 3)",
+    )
     knn_pruning.add_news_arguments(parser)
     record.add_argument(parser, "thread_scaling")
     args = parser.parse_args()
@@ -206,6 +243,8 @@ def main() -> None:
         parser.error(f"--shard {args.shard} is not in 1..{args.of}")
     if args.workers < 1:
         parser.error("--workers must be >= 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
     if args.child is not None:
         child(args)
         return
@@ -232,33 +271,22 @@ def main() -> None:
     search.search_queries(
         inputs, search.query_tasks(roles, inputs.empty, queries[:8]), 1, None, report=None
     )
-    rows = []
-    for workers in range(1, n + 1):
-        row = run_workers(inputs, folds, args, workers)
-        rows.append(row)
-        one = rows[0]
-        row["speedup"] = one["wall_s"] / row["wall_s"]
-        # the job's CPU outside its workers, over all of it (one worker: no workers)
-        row["serial_share"] = row["parent_cpu_s"] / row["cpu_s"] if workers > 1 else None
-        # of which its part of the bounds' set-up and the rest (handing out
-        # chunks, merging, the tables: one thread)
-        rest = max(row["parent_cpu_s"] - row["setup_parent_cpu_s"], 0.0)
-        row["rest_share"] = rest / row["cpu_s"] if workers > 1 else None
-        share = (
-            f"{100 * row['serial_share']:.1f} % (rest {100 * row['rest_share']:.1f} %)"
-            if workers > 1
-            else "-"
-        )
-        same = "reference" if workers == 1 else ("same" if row["hash"] == one["hash"] else "DIFFER")
-        print(
-            f"{workers:>7}   {row['wall_s']:6.1f}   {row['cpu_s']:6.1f} "
-            f"({row['parent_cpu_s']:.1f} + {row['children_cpu_s']:.1f}; set-up "
-            f"{row['setup_cpu_s']:.1f}, {row['setup_wall_s']:.1f} s wall)   "
-            f"{row['speedup']:5.2f}x   {share:>21}   "
-            f"{row['solves']:,} ({row['duplicates']:,})   {row['load']:.2f}   "
-            f"{row['hash']} {same}",
-            flush=True,
-        )
+    runs: dict[int, list[dict]] = {workers: [] for workers in range(1, n + 1)}
+    # the repeats interleaved (1, 2, .., n workers, then again), so that a change of the
+    # machine's speed during the benchmark is shared out among the rows
+    for repeat in range(args.repeat):
+        for workers in range(1, n + 1):
+            row = run_workers(inputs, folds, args, workers)
+            runs[workers].append(row)
+            _print_row(
+                row, runs[1][0], f"{workers:>7}{'':4}" if repeat == 0 else f"{'':7}  r{repeat + 1}"
+            )
+    # each row: its run of median wall time
+    rows = [sorted(runs[w], key=lambda r: r["wall_s"])[(args.repeat - 1) // 2] for w in runs]
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} runs:", flush=True)
+        for workers, row in zip(runs, rows, strict=True):
+            _print_row(row, rows[0], f"{workers:>7}{'':4}")
     one = rows[0]
     print(
         f"   one worker: {one['cpu_s'] / one['queries']:.3f} s CPU per query "
@@ -277,7 +305,7 @@ def main() -> None:
         f"{procs['hash']} {'same' if same else 'DIFFER'}",
         flush=True,
     )
-    identical = same and all(r["hash"] == one["hash"] for r in rows)
+    identical = same and all(r["hash"] == one["hash"] for done in runs.values() for r in done)
     last = rows[-1]
     record.write(
         args.record,
@@ -285,6 +313,7 @@ def main() -> None:
         {
             "queries": int(one["queries"]),
             "shard": f"{args.shard} of {args.of}",
+            "repeat": args.repeat,
             "workers": n,
             "rows": [
                 {key: (round(v, 3) if isinstance(v, float) else v) for key, v in r.items()}

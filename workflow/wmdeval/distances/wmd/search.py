@@ -331,8 +331,9 @@ def search_queries(
     their own order). Returns (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables over
     doc_ids, sorted by query then candidate; they do not depend on ``threads``.
 
-    ``threads``: the job's workers. The bounds' set-up runs on that many threads; the
-    queries then run in that many worker processes (:func:`_run_workers`), each taking
+    ``threads``: the job's workers. The bounds' set-up runs in that many forked processes
+    (where there is fork; else threads); the queries then run in that many worker
+    processes (:func:`_run_workers`), each taking
     the next small chunk of queries when it finishes one, one BLAS thread each (the
     search's Python loop holds the interpreter's lock, so threads of one process could
     not run it in parallel). A query's result depends on its own lists alone, so the
