@@ -50,7 +50,8 @@ def pytest_collection_modifyitems(items):
     """The whole workflow's runs first, the longest first (LONGEST_FIRST). pytest-xdist
     (``--dist loadfile``) hands each test file to one worker, so a file's module-scoped
     fixture (a workflow run) is built once; handing out the files that run whole workflows
-    before the quick ones keeps the slowest chain of work from starting last."""
+    before the quick ones keeps the slowest chain of work from starting last (pyproject's
+    --no-loadscope-reorder: else xdist hands out the files with most tests first)."""
 
     def order(item) -> tuple[bool, int]:
         name = item.path.name
