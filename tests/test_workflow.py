@@ -287,7 +287,6 @@ def test_dry_run_and_rulegraph_name_every_stage(finished_run):
 def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
     """Kill a real block job mid-solve, then let Snakemake finish: one block reruns."""
     import signal
-    import time
 
     results = finished_run / "results" / "newsgroups" / "original"
     block = results / "wmd_blocks" / "wmd" / "2-of-4.parquet"
@@ -313,9 +312,14 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
         str(block),
     ]
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # past start-up, inside the solve
+    # killed at the log line that starts the solve, not after a fixed delay, which a job
+    # with a faster start-up may outlive
+    for line in job.stderr:
+        if "pairs; block 2/4" in line:
+            break
     job.send_signal(signal.SIGKILL)
     job.wait()
+    assert job.returncode == -signal.SIGKILL, "the job ended before it was killed"
     assert not block.exists()
     assert not list(block.parent.glob(f".{block.name}*"))  # no partial file either
 

@@ -237,7 +237,6 @@ def test_knn_mode_second_run_has_nothing_to_do(knn_run):
 def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
     """Kill a real neighbour-search job, then let Snakemake finish: one shard reruns."""
     import signal
-    import time
 
     results = knn_run / "results" / "subjects" / "original"
     shard = results / "neighbour_shards" / "wmd-tfidf" / "2-of-2.parquet"
@@ -269,10 +268,14 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
         str(certificates),
     ]
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    # killed at its first log line, once it is at work (about half a second before it
+    # writes): a fixed delay of 1 s outlived the whole job once its start-up got faster
+    for line in job.stderr:
+        if "setting up their lower bounds" in line:
+            break
     job.send_signal(signal.SIGKILL)
     job.wait()
-    assert job.returncode == -signal.SIGKILL
+    assert job.returncode == -signal.SIGKILL, "the job ended before it was killed"
     assert not shard.exists() and not certificates.exists()
     assert not list(shard.parent.glob(".*"))  # no partial file either
 
