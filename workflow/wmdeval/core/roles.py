@@ -53,7 +53,7 @@ def shuffle_split(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.n
     for a fraction ``test_size`` in (0, 1) (``ceil(test_size * n)`` test items, the first
     of ``RandomState(seed).permutation(n)``, the rest train). Written out because
     importing scikit-learn costs a job about 1.2 s CPU (it pulls in scipy.stats), paid
-    by every job that reads the query roles; ``tests/test_roles.py`` holds it to
+    by every job that reads the query roles; ``tests/test_evaluate.py`` holds it to
     sklearn's for many sizes and seeds."""
     if not 0 < test_size < 1:
         raise ValueError(f"test_size={test_size} is not a fraction in (0, 1)")

@@ -35,10 +35,10 @@ from ..core.errors import WmdevalError
 #: The serial share ``s`` of a search (or block) job's work: ``t`` threads run it
 #: ``1 / (s + (1 - s) / t)`` times as fast as one. 0.15: what a search's threads gave
 #: before its workers were processes (issue 40: 1.74x at two threads on a 2-core VM).
-#: Kept, not lowered, though its worker processes now give 1.84x at two on the same
-#: machine (benchmarks/thread_scaling.py, s = 0.09): the bounds' set-up, ~17 % of that
-#: job's CPU, runs on threads that scale less well, and nobody has measured it at 16
-#: cores, so a smaller s could declare a 16-thread job shorter than it runs.
+#: Kept, not lowered, though its worker processes (set-up and queries) now give 1.85x at
+#: two on the same machine (benchmarks/thread_scaling.py, s = 0.08): nobody has measured
+#: it at 16 cores, where the cores' slowing of each other (its CPU grows by 6 % on two)
+#: may be worse, so a smaller s could declare a 16-thread job shorter than it runs.
 SEARCH_SERIAL_SHARE = 0.15
 
 #: The core counts the wall time is forecast for besides ``--cores``.

@@ -50,6 +50,10 @@ from ...core import io
 from .compiled import _kernel, _pair_costs
 from .solver import WmdInputs, _blas, _distances, cost_matrix
 
+#: Whether processes can be forked here (not on Windows): where not, a search job's
+#: set-up and queries share its threads, or run on one.
+FORK = "fork" in multiprocessing.get_all_start_methods()
+
 #: Entries of one working matrix (float64): bounds memory to ~128 MB per step.
 MAX_ENTRIES = 1 << 24
 
@@ -305,7 +309,7 @@ def _nearest_words(
         return build.out, build.toward, build.rows, build.other
     chunks = [w0 for k, w0 in enumerate(range(0, len(build.words), build.step)) if not k % every]
     started = time.thread_time()
-    if processes > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if processes > 1 and len(chunks) > 1 and FORK:
         worker, back_seconds, back_worker, back_pairs = _chunks_in_processes(
             build, chunks, processes
         )
@@ -455,18 +459,22 @@ def _local(shape: tuple[int, ...], dtype, fill: float | None = None) -> np.ndarr
     return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
 
 
-#: a build of the nearest-word tables, while forked processes compute its chunks; in such
-#: a process, its BLAS limit of one thread (held for the process's life)
+#: a build of the nearest-word tables, while forked processes compute its chunks
 _BUILD: _NearestWords | None = None
-_BUILD_BLAS = None
+#: in a forked process of a search job (set-up or query worker): its one-thread BLAS
+#: limit, held for the process's life
+_CHILD_BLAS = None
 
 
-def _build_start() -> None:
-    # a signal ends a process at once; its parent's error names the failure
+def child_process_start() -> None:
+    """What a search job's forked process (:func:`_chunks_in_processes`, the search's
+    workers) does first: a signal ends it at once (the parent says the job was
+    interrupted, and one that died alone fails the job), and BLAS runs on one thread, so
+    that N processes use N cores."""
+    global _CHILD_BLAS
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    global _BUILD_BLAS
-    _BUILD_BLAS = _blas().limit(limits=1, user_api="blas")
+    _CHILD_BLAS = _blas().limit(limits=1, user_api="blas")
 
 
 def _build_chunk(w0: int) -> tuple[float, float, int]:
@@ -491,7 +499,7 @@ def _chunks_in_processes(
     worker = back = 0.0
     pairs = 0
     pool = ProcessPoolExecutor(
-        min(processes, len(chunks)), mp_context=context, initializer=_build_start
+        min(processes, len(chunks)), mp_context=context, initializer=child_process_start
     )
     try:
         for future in as_completed([pool.submit(_build_chunk, w0) for w0 in chunks]):

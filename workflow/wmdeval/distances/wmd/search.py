@@ -67,7 +67,6 @@ import heapq
 import logging
 import multiprocessing
 import os
-import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -85,7 +84,9 @@ from ...core.variant import scalar_tie_key, tie_key
 from .blocks import _log_empty
 from .bounds import (
     DIRECT_DIMENSIONS,
+    FORK,
     LowerBounds,
+    child_process_start,
     constrained_transfers,
     dual_ascent,
     margin_scale,
@@ -99,9 +100,6 @@ from .reuse import read_reuse
 from .solver import WmdInputs, _blas, prepare, solve_pair_costs
 
 LOG = logging.getLogger("wmdeval.distances.wmd")
-
-#: whether worker processes can be forked here (not on Windows; macOS has fork)
-_FORK = "fork" in multiprocessing.get_all_start_methods()
 
 #: Query documents whose bound rows are computed together, then searched, as one chunk
 #: of the job's workers (bounds memory: workers x this x n x 8 B). A row's bits depend on
@@ -384,7 +382,7 @@ def search_queries(
     if report is not None:
         LOG.info("%s: %d queries; setting up their lower bounds", report, count)
     with _blas().limit(limits=1, user_api="blas"):
-        if threads > 1 and _FORK:
+        if threads > 1 and FORK:
             # the job's workers share the set-up too, which else left all but one idle
             # (20 Newsgroups, every query, 2 threads: 99 s on one thread, 58 s shared),
             # as forked processes: threads ran it at 1.6x on 2 (the lock held between the
@@ -409,7 +407,7 @@ def search_queries(
         )
         chunks = _chunks(count, threads)
         workers = min(threads, len(chunks))
-        if workers > 1 and _FORK:
+        if workers > 1 and FORK:
             _run_workers(job, chunks, workers, progress)
         else:
             for r0, r1 in chunks:
@@ -859,7 +857,6 @@ def _keep_costs(costs, held, fresh, tight, limit) -> int:
 #: The job the worker processes search: set by the parent just before it forks them,
 #: so that each inherits it (its copy, whose `solved` and `left_for` are its own).
 _JOB: _Search | None = None
-_BLAS_LIMIT = None  # a worker's one-thread BLAS limit, held for its life
 
 #: SearchStats counters a worker adds up over a chunk and the parent sums.
 _SUMMED = (
@@ -878,12 +875,7 @@ _SUMMED = (
 
 
 def _work_start() -> None:
-    global _BLAS_LIMIT
-    # a signal ends a worker at once; the parent (the CLI's handler) says the job was
-    # interrupted, and a worker that died alone fails the job (_run_workers)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _BLAS_LIMIT = _blas().limit(limits=1, user_api="blas")
+    child_process_start()
     _JOB.fresh = []
 
 
