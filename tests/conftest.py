@@ -5,6 +5,7 @@
 import os
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from wmdeval.core.config import defaults
@@ -48,9 +49,7 @@ def pytest_collection_modifyitems(items):
     once. On 2 cores, without the SLURM test, xdist's order ran the suite in 8 min 51 s,
     the files of whole-workflow runs first in 9 min 56 s (all of them then compete from
     the start)."""
-    counts: dict = {}
-    for item in items:
-        counts[item.path] = counts.get(item.path, 0) + 1
+    counts = Counter(item.path for item in items)
 
     def order(item) -> tuple[bool, int]:
         return item.path.name not in FIRST, -counts[item.path]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from workflow_helpers import stderr_lines_until
 
 from wmdeval.core import io, schemas
 from wmdeval.ingest.corpora import documents_table
@@ -52,20 +53,6 @@ def big_corpus(tmp_path_factory) -> tuple[Path, Path]:
     io.write_table(documents, directory / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(embeddings, directory / "embeddings.parquet")
     return directory / "documents.parquet", directory / "embeddings.parquet"
-
-
-def stderr_lines_until(job: subprocess.Popen, needle: str, timeout: float) -> list[str]:
-    lines = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = job.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if needle in line:
-            return lines
-    job.kill()
-    raise AssertionError(f"no {needle!r} on stderr: {''.join(lines)}")
 
 
 def assert_one_interrupted_line(stderr: str, command: str) -> None:

@@ -18,7 +18,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from workflow_helpers import REPO, STATISTICS, copy_workflow, job_counts, readme_block, snakemake
+from workflow_helpers import (
+    REPO,
+    STATISTICS,
+    copy_workflow,
+    job_counts,
+    readme_block,
+    snakemake,
+    stderr_lines_until,
+)
 
 from wmdeval.core import io as wio
 from wmdeval.core.methods import BEYOND_METHODS, METHODS
@@ -314,9 +322,7 @@ def test_killed_block_job_leaves_nothing_and_only_it_reruns(finished_run):
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     # killed at the log line that starts the solve, not after a fixed delay, which a job
     # with a faster start-up may outlive
-    for line in job.stderr:
-        if "pairs; block 2/4" in line:
-            break
+    stderr_lines_until(job, "pairs; block 2/4", timeout=120)
     job.send_signal(signal.SIGKILL)
     job.wait()
     assert job.returncode == -signal.SIGKILL, "the job ended before it was killed"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from workflow_helpers import copy_workflow, job_counts, readme_block, snakemake
+from workflow_helpers import copy_workflow, job_counts, readme_block, snakemake, stderr_lines_until
 
 from wmdeval.core import io as wio
 from wmdeval.core.methods import BEYOND_METHODS, METHODS
@@ -270,9 +270,7 @@ def test_killed_search_job_leaves_nothing_and_only_it_reruns(knn_run):
     job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     # killed at its first log line, once it is at work (about half a second before it
     # writes): a fixed delay of 1 s outlived the whole job once its start-up got faster
-    for line in job.stderr:
-        if "setting up their lower bounds" in line:
-            break
+    stderr_lines_until(job, "setting up their lower bounds", timeout=120)
     job.send_signal(signal.SIGKILL)
     job.wait()
     assert job.returncode == -signal.SIGKILL, "the job ended before it was killed"

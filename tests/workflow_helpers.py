@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +28,23 @@ def copy_workflow(workdir: Path) -> Path:
     for part in WORKFLOW_PARTS:
         shutil.copytree(REPO / part, workdir / part)
     return workdir
+
+
+def stderr_lines_until(job: subprocess.Popen, needle: str, timeout: float) -> list[str]:
+    """The lines ``job`` wrote to its stderr (a pipe, text) up to the first holding
+    ``needle``; if none does within ``timeout`` s or before it ends, the job is killed
+    and the test fails with what it wrote."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = job.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    job.kill()
+    raise AssertionError(f"no {needle!r} on stderr: {''.join(lines)}")
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
