@@ -225,20 +225,6 @@ def _limit(scale: float, kth: float) -> float:
     return kth + scaled_margin(scale, kth)
 
 
-def _admit(
-    best: list[tuple[float, int]], k: int, ranked: tuple[float, int], scale: float, limit: float
-) -> float:
-    """Put ``ranked`` (tie key, position) into ``best``, a query's k nearest so far in
-    order, if it belongs there; returns the pruning limit (:func:`_limit` of the k-th),
-    ``limit`` unless the k-th changed."""
-    if len(best) < k or ranked < best[-1]:
-        bisect.insort(best, ranked)
-        del best[k:]
-        if len(best) == k:
-            return _limit(scale, best[-1][0])
-    return limit
-
-
 def _key(distance: float) -> float:
     """The distance as every ranking compares it (:func:`~wmdeval.core.variant.tie_key`)."""
     return scalar_tie_key(float(distance))
@@ -445,6 +431,147 @@ def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
     return chunks
 
 
+class _QueryState:
+    """What one query's search knows, over all its candidate lists: the exact distances it
+    took, its candidates' best bounds, the potentials of its first solves, the word costs
+    its bounds computed, and its counts of bound work (added to the stats at its end)."""
+
+    __slots__ = (
+        "q",
+        "bound",
+        "used",
+        "tight",
+        "potentials",
+        "held",
+        "sources",
+        "seen",
+        "starts",
+        "costs",
+        "cost_bytes",
+        "ict_judged",
+        "ict_proved",
+        "duals",
+        "ascents",
+        "dual_seconds",
+    )
+
+    def __init__(self, q: int, bound: np.ndarray | None, words: int, dimensions: int):
+        self.q = q
+        # the cheap bound per document (None: the query is settled by its floors, or empty)
+        self.bound = bound
+        self.used: dict[int, float] = {}  # candidate -> exact distance
+        self.tight: dict[int, float] = {}  # candidate -> its best bound
+        # potentials on q's words from its first solves (potentials[:held] are filled),
+        # each with the centroid of the document it was solved against
+        self.potentials = np.zeros((POTENTIALS, words))
+        self.held = 0
+        self.sources = np.zeros((POTENTIALS, dimensions))
+        # per candidate: how many potentials its bound in `tight` has seen, and (its best
+        # dual bound, the potential that gave it) until its dual ascent
+        self.seen: dict[int, int] = {}
+        self.starts: dict[int, tuple[float, int]] = {}
+        # candidate -> its word costs, from its ICT bound or its first dual bound; and the
+        # bytes they hold (at most about COST_BYTES)
+        self.costs: dict[int, np.ndarray] = {}
+        self.cost_bytes = 0
+        # ICT bounds computed under a finite limit, and of them those that proved their
+        # candidate beyond it where its cheap bound did not (ICT_TRIAL)
+        self.ict_judged = 0
+        self.ict_proved = 0
+        # dual bounds and dual ascents computed, and their CPU seconds
+        self.duals = 0
+        self.ascents = 0
+        self.dual_seconds = 0.0
+
+    def ict_proves_nothing(self) -> bool:
+        """Whether the query's ICT bounds, judged after ICT_TRIAL of them, proved fewer
+        than one in ICT_WORTH of their candidates beyond the k-th distance that their
+        cheap bounds did not: its other candidates then keep their cheap bounds."""
+        return self.ict_judged >= ICT_TRIAL and self.ict_proved * ICT_WORTH < self.ict_judged
+
+    def keep_costs(self, fresh: Mapping[int, np.ndarray], limit: float) -> None:
+        """Keep the word costs ``fresh`` (candidate -> matrix) that a dual bound may still
+        need at the pruning limit ``limit``, within COST_BYTES."""
+        # a candidate beyond the k-th distance of the moment needs its matrix only if
+        # another of the query's lists takes it, so those go first, then the newest
+        costs, tight, held = self.costs, self.tight, self.cost_bytes
+        for c, cost in fresh.items():
+            if tight[c] <= limit:
+                costs[c] = cost
+                held += cost.nbytes
+        if held > COST_BYTES:
+            for c in [c for c in costs if tight[c] > limit]:
+                held -= costs.pop(c).nbytes
+        while held > COST_BYTES:
+            held -= costs.popitem()[1].nbytes
+        self.cost_bytes = held
+
+    def drop_costs(self, c: int) -> None:
+        """Forget candidate ``c``'s word costs, if kept (it is solved: no bound needs them)."""
+        if c in self.costs:
+            self.cost_bytes -= self.costs.pop(c).nbytes
+
+    def keep_potential(self, potential: np.ndarray, source: np.ndarray) -> bool:
+        """Hold a potential from a solve against a document of centroid ``source``;
+        returns whether the query now holds POTENTIALS, all it collects."""
+        self.potentials[self.held] = potential
+        self.sources[self.held] = source
+        self.held += 1
+        return self.held == POTENTIALS
+
+
+class _Visit:
+    """A query's visit of one candidate list: its k nearest so far and the pruning limit
+    they set, the list's candidates in increasing cheap bound (the stream, taken up to
+    ``at``), and those taken that wait again with a tighter bound (a heap)."""
+
+    __slots__ = ("k", "scale", "best", "limit", "stream", "loose", "at", "waiting")
+
+    def __init__(self, task: _Task, query: _QueryState, scale: float):
+        self.k = task.k
+        self.scale = scale
+        # (tie key, position) of the k nearest so far, ordered as rank_neighbours orders
+        # them; the distances the query already knows come first (its own, so the result
+        # never depends on which other queries ran before it)
+        best = sorted((_key(d), c) for c, d in query.used.items() if task.member[c])[: task.k]
+        self.best = best
+        # the bound beyond which a candidate is proven farther than the k-th (inf until
+        # there are k), computed again only when the k-th changes
+        self.limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
+        cands, bound = task.candidates, query.bound
+        order = cands[np.argsort(bound[cands], kind="stable")]
+        self.stream = order.tolist()  # in increasing cheap bound (then position)
+        self.loose = bound[order].tolist()  # their cheap bounds
+        self.at = 0  # stream[:at] are taken
+        self.waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
+
+    def next_candidate(self, used: Mapping[int, float]) -> tuple[float, int, bool] | None:
+        """(bound, candidate, whether it is the heap's head) of the smallest known bound
+        (then position), the stream's candidates in ``used`` skipped; None when none is
+        left. The heap's bounds are tight, the stream's lower bounds of their tight ones."""
+        stream, at = self.stream, self.at
+        while at < len(stream) and stream[at] in used:
+            at += 1  # already among `best` if it belongs there
+        self.at = at
+        waiting = self.waiting
+        if at >= len(stream):
+            return (*waiting[0], True) if waiting else None
+        head = (self.loose[at], stream[at])
+        if waiting and waiting[0] <= head:
+            return (*waiting[0], True)
+        return (*head, False)
+
+    def admit(self, c: int, distance: float) -> None:
+        """Put candidate ``c`` at its exact ``distance`` among the k nearest if it belongs
+        there; a new k-th moves the pruning limit (:func:`_limit`)."""
+        best, k, ranked = self.best, self.k, (_key(distance), c)
+        if len(best) < k or ranked < best[-1]:
+            bisect.insort(best, ranked)
+            del best[k:]
+            if len(best) == k:
+                self.limit = _limit(self.scale, best[-1][0])
+
+
 class _Search:
     """A search job's state: its inputs and query lists, the bounds' tables, what its
     queries have solved and the potentials they left for each other. :meth:`chunk`
@@ -594,174 +721,203 @@ class _Search:
     def one_query(self, q: int, bound: np.ndarray | None) -> None:
         """Search query ``q`` from its cheap bound row ``bound`` (None: settled by its
         floors, or empty) into ``results``: the visit of each of its candidate lists."""
-        inputs, stats, tasks, scale = self.inputs, self.stats, self.tasks, self.scale
-        means, floors, settled = self.means, self.floors, self.settled
-        used: dict[int, float] = {}  # candidate -> exact distance, over all its tasks
-        tight: dict[int, float] = {}  # candidate -> its best bound, over all its tasks
-        # potentials on q's words from its first solves, and per candidate how many of
-        # them its bound in `tight` has seen
-        potentials = np.zeros((POTENTIALS, len(inputs.indices[q])))
-        held = 0  # potentials[:held] are filled
-        # per potential: the centroid of the document it was solved against
-        sources = np.zeros((POTENTIALS, means.shape[1]))
-        seen: dict[int, int] = {}
-        # per candidate: (its best dual bound, the potential that gave it), until its
-        # dual ascent
-        starts: dict[int, tuple[float, int]] = {}
-        transfers = [0, 0]  # ICT bounds under a finite limit, and those beyond it
-        # candidate -> its word costs, from its ICT bound or its first dual bound
-        costs: dict[int, np.ndarray] = {}
-        costs_bytes = [0]  # what `costs` holds
-        certificates = []
-        # dual bounds and dual ascents computed, and their CPU, added to stats at the end
-        dual_work = [0, 0.0, 0]
         if bound is not None and self.single is not None:
             bound = self._floored(q, bound)
-        for at_task, task in enumerate(tasks[q]):
-            if inputs.empty[q]:
-                certificates.append((task.key, task.k, np.inf))
+        query = _QueryState(q, bound, len(self.inputs.indices[q]), self.means.shape[1])
+        tasks = self.tasks[q]
+        certificates = [
+            (task.key, task.k, self._certify(query, at_task, task))
+            for at_task, task in enumerate(tasks)
+        ]
+        self._stop_collecting(q)
+        self.results[q] = (query.used, certificates)
+        stats = self.stats
+        with stats.lock:
+            stats.pairs += len(query.used)
+            stats.candidates += sum(len(t.candidates) for t in tasks)
+            stats.duals += query.duals
+            stats.ascents += query.ascents
+            stats.tight_seconds += query.dual_seconds
+
+    def _certify(self, query: _QueryState, at_task: int, task: _Task) -> float:
+        """Take the top k of the query's ``at_task``-th list, ``task``, into
+        ``query.used``; returns the list's certificate, a lower bound of every candidate
+        whose distance was not taken."""
+        q = query.q
+        if self.inputs.empty[q]:
+            return np.inf  # an empty query: no neighbour, nothing to visit
+        floor = self.floors.get((q, task.key)) if self.floors else None
+        taken = self._floor_settles(query, at_task, task, floor)
+        if taken is None:
+            return self._visit(query, task)
+        query.used.update(taken)
+        with self.stats.lock:
+            self.stats.reused += len(taken)
+            self.stats.floored += 1
+        return floor
+
+    def _floor_settles(
+        self, query: _QueryState, at_task: int, task: _Task, floor: float | None
+    ) -> list[tuple[int, float]] | None:
+        """The list's known distances if its ``floor`` settles it (see ``floors`` in
+        :func:`search_queries`), taken as the search would take them; else None."""
+        # a settled query's from the pre-pass (settled_lists), another's checked now,
+        # after its earlier lists
+        if query.q in self.settled:
+            return self.settled[query.q][at_task]
+        if floor is None:
+            return None
+        return _floor_taken(
+            self.inputs, self.preloaded, self.scale, query.q, task, floor, query.used
+        )
+
+    def _visit(self, query: _QueryState, task: _Task) -> float:
+        """Visit list ``task``'s candidates in increasing best known bound (then
+        position), each passing the tighter bounds before its exact solve, until that
+        bound is beyond the k-th distance; returns it, the smallest bound of a candidate
+        left unsolved (inf if none is), the list's certificate."""
+        visit = _Visit(task, query, self.scale)
+        q, used, seen, starts = query.q, query.used, query.seen, query.starts
+        best, k, waiting = visit.best, visit.k, visit.waiting
+        while True:
+            step = visit.next_candidate(used)
+            if step is None:
+                return np.inf
+            lb, c, from_heap = step
+            if lb > visit.limit:  # _beyond the k-th of the moment
+                return lb  # and every other candidate's bound is at least this
+            if not from_heap:  # taken with its cheap bound
+                if self._known(q, c):
+                    self._take_known(query, visit, c)
+                else:
+                    self._wait_tightened(query, visit, c)
                 continue
-            # the list's known distances, if its floor settles it (see `floors` above): a
-            # settled query's from the pre-pass, another's checked now, after its earlier
-            # lists; taken as the search would take them
-            floor = floors.get((q, task.key)) if floors else None
-            if q in settled:
-                fresh = settled[q][at_task]
-            elif floor is not None:
-                fresh = _floor_taken(inputs, self.preloaded, scale, q, task, floor, used)
-            else:
-                fresh = None
-            if fresh is not None:
-                used.update(fresh)
-                with stats.lock:
-                    stats.reused += len(fresh)
-                    stats.floored += 1
-                certificates.append((task.key, task.k, floor))
+            heapq.heappop(waiting)  # taken with its tight bound
+            # the dual bounds can prove nothing until the list has a k-th distance
+            full = len(best) == k
+            if full and seen.get(c, 0) < query.held:
+                self._dual_bound(query, visit, c)
                 continue
-            cands = task.candidates
-            # (tie key, position) of the k nearest so far, ordered as rank_neighbours
-            # orders them; the distances this query already knows come first (its own,
-            # so the result never depends on which other queries ran before it).
-            best = sorted((_key(d), c) for c, d in used.items() if task.member[c])[: task.k]
-            # the bound beyond which a candidate is proven farther than the k-th (inf
-            # until there are k), computed again only when the k-th changes
-            limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
-            order = cands[np.argsort(bound[cands], kind="stable")]
-            stream = order.tolist()  # in increasing cheap bound
-            loose = bound[order].tolist()
-            waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
-            at = 0
-            unsolved = np.inf  # the smallest bound of a candidate left unsolved
-            while True:
-                while at < len(stream) and stream[at] in used:
-                    at += 1  # already among `best` if it belongs there
-                head = (loose[at], stream[at]) if at < len(stream) else None
-                if head is None and not waiting:
+            if full and c in starts and self._dual_ascent(query, visit, c):
+                continue
+            self._solve(query, visit, c)
+
+    def _take_known(self, query: _QueryState, visit: _Visit, c: int) -> None:
+        """Take the stream's head ``c``, whose exact distance is known (another variant's
+        solve), at its cheap bound: no bound can tell more, and the k-th tightens sooner."""
+        d, _ = self.distance(query.q, c, False)
+        query.used[c] = d
+        visit.admit(c, d)
+        visit.at += 1
+
+    def _wait_tightened(self, query: _QueryState, visit: _Visit, c: int) -> None:
+        """Put the stream's head ``c`` in the heap with its tighter bound (:meth:`_tighten`):
+        a candidate passes it before it is solved."""
+        if c not in query.tight:
+            self._tighten(query, visit)
+        heapq.heappush(visit.waiting, (query.tight[c], c))
+        visit.at += 1
+
+    def _tighten(self, query: _QueryState, visit: _Visit) -> None:
+        """The ICT bounds (into ``query.tight``) of the stream's next TIGHTEN_BATCH
+        candidates without one, from its head: one cost-matrix kernel call and one ICT
+        kernel call for all of them. Once the query's ICT bounds have shown that they
+        prove almost nothing (:meth:`_QueryState.ict_proves_nothing`), the head keeps
+        its cheap bound instead."""
+        q, used, tight, bound = query.q, query.used, query.tight, query.bound
+        stream, at, limit = visit.stream, visit.at, visit.limit
+        if query.ict_proves_nothing():
+            tight[stream[at]] = float(bound[stream[at]])
+            return
+        batch = []
+        for c in stream[at:]:
+            if c not in used and c not in tight and not self._known(q, c):
+                batch.append(c)
+                if len(batch) == TIGHTEN_BATCH:
                     break
-                # the candidate of smallest known bound: the waiting one's is tight, the
-                # stream's a lower bound of its tight one
-                from_heap = bool(waiting) and (head is None or waiting[0] <= head)
-                lb, c = waiting[0] if from_heap else head
-                if lb > limit:  # _beyond the k-th of the moment
-                    unsolved = lb  # and every other candidate's bound is at least this
-                    break
-                if not from_heap:
-                    if self._known(q, c):
-                        # its exact distance is known (another variant's solve): taken
-                        # now, no bound can tell more, and the k-th tightens sooner
-                        d, _ = self.distance(q, c, False)
-                        used[c] = d
-                        limit = _admit(best, task.k, (_key(d), c), scale, limit)
-                        at += 1
-                        continue
-                    # a candidate passes the tighter bound before it is solved
-                    if c not in tight:
-                        self._tighten(
-                            q,
-                            stream,
-                            at,
-                            loose,
-                            used,
-                            tight,
-                            bound,
-                            costs,
-                            costs_bytes,
-                            limit,
-                            transfers,
-                        )
-                    heapq.heappush(waiting, (tight[c], c))
-                    at += 1
-                    continue
-                heapq.heappop(waiting)
-                if len(best) == task.k and seen.get(c, 0) < held:
-                    # potentials newer than its bound: they may prove it beyond the k-th;
-                    # first those solved against documents nearest to it (by centroid)
-                    t0 = time.thread_time()
-                    cost = costs.get(c)
-                    if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
-                        # kept for its next dual bounds and its ascent: a candidate meets
-                        # new potentials several times before it is proven or solved (and
-                        # used now even where COST_BYTES leaves it out of `costs`)
-                        cost = pair_costs(inputs, inputs.indices[q], inputs.indices[c])
-                        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], {c: cost}, tight, limit)
-                    value, at_best = nearest_dual_bound(
-                        inputs,
-                        q,
-                        c,
-                        potentials,
-                        sources,
-                        means[c],
-                        (seen.get(c, 0), held),
-                        DUAL_TRIES,
-                        limit,
-                        cost,
-                    )
-                    seen[c] = held
-                    if value > starts.get(c, (-np.inf, -1))[0]:
-                        starts[c] = (value, at_best)
-                    tight[c] = max(tight[c], value)
-                    heapq.heappush(waiting, (tight[c], c))
-                    dual_work[0] += 1
-                    dual_work[1] += time.thread_time() - t0
-                    continue
-                if c in starts and len(best) == task.k:
-                    # last, before its solve: the dual bound of its best potential raised
-                    # by supergradient steps (dual_ascent); again only if new potentials
-                    # come before its solve
-                    t0 = time.thread_time()
-                    value = dual_ascent(
-                        inputs, q, c, potentials[starts.pop(c)[1]], limit, costs.get(c)
-                    )
-                    dual_work[2] += 1
-                    dual_work[1] += time.thread_time() - t0
-                    if value > tight[c]:
-                        tight[c] = value
-                        heapq.heappush(waiting, (value, c))
-                        continue
-                d, potential = self.distance(q, c, held < POTENTIALS)
-                if c in costs:
-                    costs_bytes[0] -= costs.pop(c).nbytes
-                used[c] = d
-                if potential is not None:
-                    potentials[held] = potential
-                    sources[held] = means[c]
-                    held += 1
-                    if held == POTENTIALS:
-                        self.collecting[q] = False
-                        self.left_for.pop(q, None)
-                limit = _admit(best, task.k, (_key(d), c), scale, limit)
-            certificates.append((task.key, task.k, unsolved))
+        t0 = time.thread_time()
+        fresh: dict[int, np.ndarray] = {}
+        ict = constrained_transfers(self.inputs, q, np.array(batch, dtype=np.int64), fresh)
+        for c, value in zip(batch, ict.tolist(), strict=True):
+            tight[c] = max(float(bound[c]), value)
+            if limit < np.inf:  # a k-th distance to prove it beyond: the trial counts it
+                query.ict_judged += 1
+                if tight[c] > limit >= bound[c]:
+                    query.ict_proved += 1
+        query.keep_costs(fresh, limit)
+        seconds = time.thread_time() - t0
+        with self.stats.lock:
+            self.stats.tight += len(batch)
+            self.stats.tight_seconds += seconds
+
+    def _dual_bound(self, query: _QueryState, visit: _Visit, c: int) -> None:
+        """Raise candidate ``c``'s bound by the dual bounds of the potentials newer than
+        it (:func:`~.bounds.nearest_dual_bound`: those solved against the documents
+        nearest to it by centroid first), which may prove it beyond the k-th; it waits
+        again. Its best one is where its dual ascent starts."""
+        t0 = time.thread_time()
+        inputs, q, limit, tight = self.inputs, query.q, visit.limit, query.tight
+        cost = query.costs.get(c)
+        if cost is None and inputs.vectors.shape[1] > DIRECT_DIMENSIONS:
+            # kept for its next dual bounds and its ascent: a candidate meets new
+            # potentials several times before it is proven or solved (and used now even
+            # where COST_BYTES leaves it out of `costs`)
+            cost = pair_costs(inputs, inputs.indices[q], inputs.indices[c])
+            query.keep_costs({c: cost}, limit)
+        value, at_best = nearest_dual_bound(
+            inputs,
+            q,
+            c,
+            query.potentials,
+            query.sources,
+            self.means[c],
+            (query.seen.get(c, 0), query.held),
+            DUAL_TRIES,
+            limit,
+            cost,
+        )
+        query.seen[c] = query.held
+        if value > query.starts.get(c, (-np.inf, -1))[0]:
+            query.starts[c] = (value, at_best)
+        tight[c] = max(tight[c], value)
+        heapq.heappush(visit.waiting, (tight[c], c))
+        query.duals += 1
+        query.dual_seconds += time.thread_time() - t0
+
+    def _dual_ascent(self, query: _QueryState, visit: _Visit, c: int) -> bool:
+        """Last before its solve: the dual bound of candidate ``c``'s best potential
+        raised by supergradient steps (:func:`~.bounds.dual_ascent`; again only if new
+        potentials come before its solve). Returns whether that raised its bound: it
+        waits again."""
+        t0 = time.thread_time()
+        start = query.potentials[query.starts.pop(c)[1]]
+        value = dual_ascent(self.inputs, query.q, c, start, visit.limit, query.costs.get(c))
+        query.ascents += 1
+        query.dual_seconds += time.thread_time() - t0
+        if value > query.tight[c]:
+            query.tight[c] = value
+            heapq.heappush(visit.waiting, (value, c))
+            return True
+        return False
+
+    def _solve(self, query: _QueryState, visit: _Visit, c: int) -> None:
+        """Solve the pair exactly (no bound proved ``c`` beyond the k-th distance): its
+        distance into ``query.used`` and the k nearest, and its potential kept while the
+        query collects them."""
+        d, potential = self.distance(query.q, c, query.held < POTENTIALS)
+        query.drop_costs(c)
+        query.used[c] = d
+        if potential is not None and query.keep_potential(potential, self.means[c]):
+            self._stop_collecting(query.q)
+        visit.admit(c, d)
+
+    def _stop_collecting(self, q: int) -> None:
+        """Query ``q`` takes no more potentials: no query leaves it any."""
         self.collecting[q] = False
         self.left_for.pop(q, None)
-        self.results[q] = (used, certificates)
-        with stats.lock:
-            stats.pairs += len(used)
-            stats.candidates += sum(len(t.candidates) for t in tasks[q])
-            stats.duals += dual_work[0]
-            stats.ascents += dual_work[2]
-            stats.tight_seconds += dual_work[1]
 
     def _known(self, q: int, c: int) -> bool:
+        """Whether the pair's exact distance was solved before this job (``known``)."""
         return (
             self.has_known and self.preloaded.get(min(q, c) * self.inputs.n + max(q, c)) is not None
         )
@@ -788,54 +944,6 @@ class _Search:
         with self.stats.lock:
             self.stats.floored_candidates += len(raised)
         return bound
-
-    def _tighten(
-        self, q, stream, at, loose, used, tight, bound, costs, costs_bytes, limit, transfers
-    ) -> None:
-        # ICT of the stream's next candidates without one, TIGHTEN_BATCH at a time: one
-        # cost-matrix kernel call and one ICT kernel call for all of them; once the query's ICT
-        # bounds have shown they prove almost nothing its cheap bound did not (`transfers`:
-        # [bounds computed under a finite limit, of which proved beyond it], see
-        # ICT_TRIAL), the candidate keeps its cheap bound
-        if transfers[0] >= ICT_TRIAL and transfers[1] * ICT_WORTH < transfers[0]:
-            tight[stream[at]] = float(bound[stream[at]])
-            return
-        batch = []
-        for c in stream[at:]:
-            if c not in used and c not in tight and not self._known(q, c):
-                batch.append(c)
-                if len(batch) == TIGHTEN_BATCH:
-                    break
-        t0 = time.thread_time()
-        fresh: dict[int, np.ndarray] = {}
-        ict = constrained_transfers(self.inputs, q, np.array(batch, dtype=np.int64), fresh)
-        for c, value in zip(batch, ict.tolist(), strict=True):
-            tight[c] = max(float(bound[c]), value)
-            if limit < np.inf:
-                transfers[0] += 1
-                transfers[1] += tight[c] > limit >= bound[c]
-        costs_bytes[0] = _keep_costs(costs, costs_bytes[0], fresh, tight, limit)
-        seconds = time.thread_time() - t0
-        with self.stats.lock:
-            self.stats.tight += len(batch)
-            self.stats.tight_seconds += seconds
-
-
-def _keep_costs(costs, held, fresh, tight, limit) -> int:
-    # the matrices of candidates a dual bound may still need, within COST_BYTES: a
-    # candidate beyond the k-th distance of the moment needs one only if another of
-    # the query's lists takes it, so those go first, then the newest stay out.
-    # Returns the bytes `costs` holds (`held` before).
-    for c, cost in fresh.items():
-        if tight[c] <= limit:
-            costs[c] = cost
-            held += cost.nbytes
-    if held > COST_BYTES:
-        for c in [c for c in costs if tight[c] > limit]:
-            held -= costs.pop(c).nbytes
-    while held > COST_BYTES:
-        held -= costs.popitem()[1].nbytes
-    return held
 
 
 # Worker processes (search_queries with threads > 1).
