@@ -41,3 +41,9 @@ rule all:
     default_target: True
     input:
         final_outputs(),
+
+
+# Every job's priority: the expected seconds from its start to the plan's end, so that
+# Snakemake starts the jobs of the critical path first (common.smk: planned_priority).
+for _rule in workflow.rules:
+    _rule.priority = planned_priority(_rule.name)

@@ -367,3 +367,25 @@ def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
     at, past = (resources.search_resources(many, 1, t)["mem_mb"] for t in (full, full + 1))
     working = 2 * 8 * bounds.MAX_ENTRIES / 1e6
     assert abs((past - at) - working - 1.5 * 8 * rows * 20000 / 1e6) < 1
+
+
+def test_the_papers_corpora_are_planned_by_the_protocols_table():
+    """modes.KUSNER_DOCUMENTS and KUSNER_WORDS are docs/protocol.md's Table 1 (documents,
+    distinct words per document, by .mat file), and planned_words reads them by name."""
+    from wmdeval.planning import modes
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "protocol.md").read_text("utf-8")
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ") and ".mat`" in line
+    ]
+    table = {row[1].strip("`"): (int(row[2]), float(row[6])) for row in rows}
+    assert table == {
+        name: (modes.KUSNER_DOCUMENTS[name], modes.KUSNER_WORDS[name])
+        for name in modes.KUSNER_DOCUMENTS
+    }
+    spec = {"format": "kusner-mat", "url": "https://x/y.zip", "member": "r8-emd_tr_te3.mat"}
+    assert modes.planned_words(spec) == 36.0
+    assert modes.planned_words({**spec, "member": "mine.mat"}) is None
+    assert modes.planned_words({"format": "table", "path": "r8-emd_tr_te3.mat"}) is None

@@ -4,9 +4,12 @@ import pytest
 
 from wmdeval.core.errors import WmdevalError
 from wmdeval.planning.wall import (
+    EXPECTED_SERIAL_SHARE,
     Job,
+    by_remaining,
     critical_path,
     describe_path,
+    remaining_seconds,
     schedule,
     speedup,
     wall_summary,
@@ -81,6 +84,47 @@ def test_the_widest_ready_job_starts_first_and_priority_before_that():
     assert plan.start == {"one": 0.0, "wide": 10.0} and plan.wall == 15.0
 
 
+def test_each_jobs_remaining_chain_by_hand():
+    # a -> b -> d, a -> c -> d: a's chain is a + the longer of b, c + d
+    jobs = [
+        Job("a", 2),
+        Job("b", 5, after=("a",)),
+        Job("c", 1, after=("a",)),
+        Job("d", 3, after=("b", "c")),
+        Job("lone", 4),
+    ]
+    assert remaining_seconds(jobs, 4, 0.0) == {"a": 10, "b": 8, "c": 4, "d": 3, "lone": 4}
+    # at the job's wall time: a two-thread job on 2 cores takes 10 / 1.739... s
+    wide = [Job("w", 10, threads=2), Job("z", 1, after=("w",))]
+    assert remaining_seconds(wide, 2, 0.15)["w"] == pytest.approx(10 / speedup(2, 0.15) + 1)
+    # as priorities: whole seconds, and a higher priority of its own kept (--prioritize)
+    ranked = by_remaining([*jobs[:4], Job("lone", 4, priority=1000)], 4, 0.0)
+    assert [job.priority for job in ranked] == [10, 8, 4, 3, 1000]
+
+
+def test_the_longest_remaining_chain_starts_first():
+    # 2 cores: the chain a -> c (11 s) against two 5 s jobs listed first. In the order
+    # given, x1 and x2 take both cores and the chain ends at 5 + 1 + 10 = 16 s; started
+    # by their remaining chain (as the workflow's priorities make Snakemake start them),
+    # a and then c run at once beside x1 and x2: 11 s, the critical path
+    jobs = [Job("x1", 5), Job("x2", 5), Job("a", 1), Job("c", 10, after=("a",))]
+    assert schedule(jobs, 2, 0.0).wall == 16.0
+    plan = schedule(by_remaining(jobs, 2, 0.0), 2, 0.0)
+    assert plan.start == {"a": 0.0, "x1": 0.0, "c": 1.0, "x2": 5.0} and plan.wall == 11.0
+    assert wall_summary(jobs, [2], 0.0)[0]["wall_seconds"] == 11.0
+
+
+def test_the_expected_serial_share_is_the_measured_one():
+    """EXPECTED_SERIAL_SHARE: Amdahl's share of the recorded two-worker speed-up."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "thread_scaling.json"
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    assert figures["workers"] == 2
+    assert EXPECTED_SERIAL_SHARE == round(2 / figures["speedup"] - 1, 2)
+
+
 def test_the_summary_per_core_count():
     jobs = [Job("r", 1)] + [Job(f"x{k}", 10, after=("r",)) for k in range(5)]
     rows = wall_summary(jobs, [2, 8, 2])
@@ -115,10 +159,11 @@ def test_the_wall_time_is_bounded_by_the_path_and_the_work():
             after = tuple(sorted({f"j{rng.randrange(k)}" for _ in range(picks)}))
             jobs.append(Job(f"j{k}", rng.uniform(0, 50), rng.choice([1, 1, 2, 4]), after))
         for cores in (1, 2, 3, 16):
-            plan = schedule(jobs, cores)
+            plan = schedule(jobs, cores)  # at EXPECTED_SERIAL_SHARE
             path, chain = critical_path(jobs, cores)
-            longest = max(job.wall(cores) for job in jobs)
-            work = sum(job.wall(cores) * job.cores(cores) for job in jobs)
+            share = EXPECTED_SERIAL_SHARE
+            longest = max(job.wall(cores, share) for job in jobs)
+            work = sum(job.wall(cores, share) * job.cores(cores) for job in jobs)
             assert plan.wall >= path - 1e-9 >= longest - 2e-9
             assert plan.wall >= work / cores - 1e-9
             for job in jobs:  # every job after those it waits for
@@ -179,6 +224,12 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     block = {"dataset": "d", "variant": "v", "method": "wmd", "block": "3-of-64"}
     seconds, scales, source = plan.job_seconds("wmd_sample_block", block, absent, 1000, wmd)
     assert seconds == pytest.approx(0.3e-3 * 1000 * 999 / 2 / 64) and scales
+    # ... and with 69.3 distinct words per document planned (20 Newsgroups in the paper):
+    # the block plan's work model of a pair, (u^1.1)^2 + 350 units of 0.023 us
+    seconds = plan.job_seconds("wmd_block", block, absent, 1000, wmd, 69.3)[0]
+    per_pair = ((69.3**1.1) ** 2 + 350) * 0.023e-6
+    assert per_pair == pytest.approx(0.266e-3, rel=1e-3)
+    assert seconds == pytest.approx(per_pair * 1000 * 999 / 2 / 64)
     # evaluate: 10 s and 1.2 us per pair of documents; RWMD's matrix: not by its threads
     assert plan.job_seconds("evaluate", {"dataset": "d"}, absent, 1000, wmd)[:2] == (
         pytest.approx(10.0 + 1.2e-6 * 1000 * 1000 / 2),

@@ -646,6 +646,16 @@ def test_readme_paper_plan_counts_are_the_dry_run(tmp_path):
     ):
         assert quoted in readme, f"README.md should say {quoted!r} (from the dry run)"
     check_paper_wall_time(plan.stderr, readme)
+    # each job's priority (printed with its job) is its remaining chain (common.smk), so
+    # the plan's first jobs hold the critical path's length at --cores
+    priorities = [int(p) for p in re.findall(r"^ +priority: (\d+)$", plan.stdout, re.M)]
+    assert len(priorities) >= total - 1, (len(priorities), total)
+    critical = [float(m[3]) for m in WALL_LINE.findall(plan.stderr) if m[1]]
+    # (the line rounds to 0.1 min, a priority to whole seconds)
+    assert len(critical) == 1 and abs(critical[0] * 60 - max(priorities)) <= 3.5, (
+        critical,
+        max(priorities),
+    )
     # wmd.search_shards: auto plans the paper's 4 shards (the same jobs)
     auto = snakemake(
         workdir,

@@ -1,5 +1,6 @@
 # Shared helpers: config validation, the datasets of this run, and output paths.
 # Planning only: it imports light modules (config, paths, resources), never POT.
+import dataclasses
 import json
 import logging
 import math
@@ -30,12 +31,13 @@ from wmdeval.planning.plan import (
 )
 from wmdeval.planning.wall import (
     CORE_COUNTS as WALL_CORE_COUNTS,
-    SEARCH_SERIAL_SHARE,
+    EXPECTED_SERIAL_SHARE,
     Job as PlannedJob,
     describe_path,
+    by_remaining as plan_by_remaining,
     wall_summary as plan_wall_summary,
 )
-from wmdeval.planning.modes import dataset_mode, planned_documents
+from wmdeval.planning.modes import dataset_mode, planned_documents, planned_words
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
     search_resources as wmd_search_resources,
@@ -102,6 +104,9 @@ try:
     PLANNED_DOCUMENTS = {
         d: planned_documents(config["datasets"][d])[0] for d in DATASETS
     }
+    # distinct words per document as planned (a paper corpus: the paper's figure), for the
+    # expected time of WMD blocks before their documents exist
+    PLANNED_WORDS = {d: planned_words(config["datasets"][d]) for d in DATASETS}
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
@@ -773,14 +778,19 @@ class PlanWall(logging.Handler):
             print(f"wmdeval: wall time not forecast: {error}", file=sys.stderr)
 
 
-def plan_wall_lines(dag, cores):
-    """The wall-time lines of the jobs Snakemake will run (see PlanWall)."""
+def planned_jobs(dag):
+    """(jobs, {source: count}): every job Snakemake will run as a PlannedJob (its
+    expected time, threads and what it waits for; wmdeval/planning/plan.py), in the
+    order of their names, so that every run of the same plan schedules the same. Computed
+    once per DAG (the priorities and the wall-time lines both ask)."""
+    needed = list(dag.needrun_jobs())
+    key = (id(dag), len(needed))
+    if _PLANNED.get("key") == key:
+        return _PLANNED["jobs"], _PLANNED["sources"]
     jobs, sources, names = [], {}, {}
-    for job in dag.needrun_jobs():
-        names[job] = job_name(job.rule.name, dict(job.wildcards.items()))
-    # in the order of their names: the same schedule from every run of the same plan
-    needed = sorted(names, key=names.get)
     for job in needed:
+        names[job] = job_name(job.rule.name, dict(job.wildcards.items()))
+    for job in sorted(names, key=names.get):
         wildcards = dict(job.wildcards.items())
         inputs = dict(job.input.items())
         dataset = wildcards.get("dataset")
@@ -790,7 +800,12 @@ def plan_wall_lines(dag, cores):
             else None
         )
         seconds, scales, source = planned_job_seconds(
-            job.rule.name, wildcards, inputs, planned, config["wmd"]
+            job.rule.name,
+            wildcards,
+            inputs,
+            planned,
+            config["wmd"],
+            PLANNED_WORDS.get(dataset),
         )
         sources[source] = sources.get(source, 0) + 1
         declared = job.rule.resources.get("_cores")
@@ -799,10 +814,64 @@ def plan_wall_lines(dag, cores):
         jobs.append(
             PlannedJob(names[job], seconds, max(int(threads), 1), after, scales)
         )
+    _PLANNED.update(key=key, jobs=jobs, sources=sources)
+    return jobs, sources
+
+
+_PLANNED = {}
+
+
+# Every job's priority: the expected seconds of the longest chain of jobs from its start
+# to the plan's end at --cores (wmdeval/planning/wall.py, remaining_seconds), so that
+# Snakemake, which starts ready jobs by priority first, starts the jobs that the
+# critical path goes through before those that can wait (the paper plan's forecast on 64
+# cores, same work models: 14.1 min without them, 11.3 with them). Snakemake asks each
+# job's priority once its DAG knows what will run, before any job starts; a plan that
+# cannot be forecast gets none (the wall-time line says why).
+def planned_priority(rule_name):
+    def priority(wildcards):
+        dag = workflow.dag
+        try:
+            jobs, _ = planned_jobs(dag)
+            key = (id(dag), len(jobs))
+            if _PRIORITIES.get("key") != key:
+                cores = max(int(workflow.cores or 1), 1)
+                ranked = plan_by_remaining(jobs, cores)
+                _PRIORITIES.update(key=key, levels={j.name: j.priority for j in ranked})
+        except WmdevalError:
+            return 0
+        return _PRIORITIES["levels"].get(
+            job_name(rule_name, dict(wildcards.items())), 0
+        )
+
+    return priority
+
+
+_PRIORITIES = {}
+
+
+def plan_wall_lines(dag, cores):
+    """The wall-time lines of the jobs Snakemake will run (see PlanWall)."""
+    planned, sources = planned_jobs(dag)
+    # a --prioritize target's jobs run first (Snakemake's highest priority); the others
+    # by their remaining chain on each core count (plan_wall_summary)
+    prioritized = {
+        job_name(job.rule.name, dict(job.wildcards.items()))
+        for job in dag.needrun_jobs()
+        if dag.priority(job) == sys.maxsize
+    }
+    jobs = [
+        (
+            dataclasses.replace(job, priority=sys.maxsize)
+            if job.name in prioritized
+            else job
+        )
+        for job in planned
+    ]
     counts = [cores] + [n for n in WALL_CORE_COUNTS if n != cores]
     lines = [
         f"wall time forecast of {len(jobs)} jobs (docs/scale.md; thread speed-up by"
-        f" Amdahl's law, serial share {SEARCH_SERIAL_SHARE}): "
+        f" Amdahl's law, serial share {EXPECTED_SERIAL_SHARE}): "
         f"{sources.get('forecast', 0)} from cost forecasts, {sources.get('model', 0)}"
         f" from work models, {sources.get('other', 0)} not forecast individually"
         f" ({PLAN_OTHER_SECONDS:.0f} s each)"

@@ -39,7 +39,7 @@ Each shard's CPU is its share of the queries' CPU (the larger of its share of th
 queries and its share of the estimated work by which :func:`query_shards` cuts them) plus
 that setup; its ``runtime`` is :data:`RUNTIME_FACTOR` times its wall time on its threads
 (that CPU over :func:`~wmdeval.planning.wall.speedup` of the threads, Amdahl's law with
-the measured serial share :data:`~wmdeval.planning.wall.SEARCH_SERIAL_SHARE`) plus
+the declarations' serial share :data:`~wmdeval.planning.wall.SEARCH_SERIAL_SHARE`) plus
 :data:`RUNTIME_FLOOR` minutes; its ``mem_mb`` the larger of the memory model of
 :func:`wmdeval.planning.resources.search_resources` and :data:`PEAK_FACTOR` times the
 forecast job's own measured peak. ``wmd_search`` jobs read both from the file.
@@ -67,7 +67,7 @@ from ..core.progress import Progress
 from ..core.roles import query_roles
 from ..distances.wmd.pairs import document_work
 from .resources import search_resources
-from .wall import speedup
+from .wall import EXPECTED_SERIAL_SHARE, speedup
 
 LOG = logging.getLogger("wmdeval.planning.forecast")
 
@@ -611,19 +611,20 @@ def table_rows(records: Sequence[Mapping]) -> list[dict]:
 
 def method_wall_seconds(record: Mapping) -> float:
     """The expected wall seconds of one method's search alone: its forecast job and its
-    slowest shard after it, each its CPU over the speed-up of its threads."""
+    slowest shard after it, each its CPU over the speed-up of its threads (at the
+    measured serial share, as the plan's wall time)."""
     m, f = record["measured"], record["forecast"]
     threads = int(record.get("threads", 1))
     first = float(m.get("cpu_seconds", 0.0) + m.get("setup_cpu_seconds", 0.0))
     slowest = max((float(s["cpu_seconds"]) for s in f["shards"]), default=0.0)
-    return (first + slowest) / speedup(threads)
+    return (first + slowest) / speedup(threads, EXPECTED_SERIAL_SHARE)
 
 
 def wall_rows(records: Sequence[Mapping], reused: Sequence[str], cores: Sequence[int]) -> list:
     """One row per core count (each once): the searches' wall time on that many cores
     (every method's forecast job, its shards, the job combining them, and a clean search
     in ``reused`` after the original's: :func:`wmdeval.planning.plan.search_jobs`,
-    scheduled by :func:`wmdeval.planning.wall.schedule`), the critical path in the
+    scheduled by :func:`wmdeval.planning.wall.wall_summary`), the critical path in the
     ``method`` column."""
     from .plan import search_jobs
     from .wall import describe_path, wall_summary

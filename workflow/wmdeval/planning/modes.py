@@ -33,6 +33,20 @@ KUSNER_DOCUMENTS = {
 }
 
 
+#: Distinct words per document of the same corpora, as the paper reports them (Table 1,
+#: docs/protocol.md §2): the block and sample jobs' work before their documents exist.
+KUSNER_WORDS = {
+    "bbcsport-emd_tr_te_split.mat": 116.5,
+    "twitter-emd_tr_te_split.mat": 9.9,
+    "recipe2-emd_tr_te_split.mat": 48.3,
+    "ohsumed-emd_tr_te_ix.mat": 60.2,
+    "classic-emd_tr_te_split.mat": 38.7,
+    "r8-emd_tr_te3.mat": 36.0,
+    "amazon-emd_tr_te_split.mat": 44.6,
+    "20ng2_500-emd_tr_te.mat": 69.3,
+}
+
+
 #: Documents of the demo corpora shipped with gensim (checked by tests/test_planning.py).
 DEMO_DOCUMENTS = {"mini_newsgroup": 200, "mini_newsgroup_subjects": 200, "pang_lee_polarity": 200}
 
@@ -60,6 +74,16 @@ def planned_documents(spec: Mapping) -> tuple[int | None, str]:
         return KUSNER_DOCUMENTS[name], f"the paper's count for {name}, docs/protocol.md §2"
     where = spec.get("url") or spec.get("path")
     return None, f"{name or where} is not downloaded while planning"
+
+
+def planned_words(spec: Mapping) -> float | None:
+    """Distinct words per document of one dataset's config entry as planned: the paper's
+    figure for a Kusner file by its name (:data:`KUSNER_WORDS`), else None (unknown
+    until its documents exist)."""
+    if spec["format"] != "kusner-mat":
+        return None
+    name = Path(spec.get("member") or spec.get("url") or spec.get("path") or "").name
+    return KUSNER_WORDS.get(name)
 
 
 def _how_counted(path: Path) -> str:

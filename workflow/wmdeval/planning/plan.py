@@ -14,8 +14,9 @@ speed-up of a job's threads where they share its work.
   (4 x ``wmd.forecast_queries`` queries at :data:`PLANNED_QUERY_SECONDS`) plus a shard's
   set-up;
 * ``wmd_block``: the block plan's work model (:mod:`wmdeval.distances.wmd.pairs`) of the
-  documents once they exist, before that the planned documents' pairs at
-  :data:`PLANNED_PAIR_SECONDS`;
+  documents once they exist; before that, the planned documents' pairs by the same model
+  at the dataset's planned distinct words per document (a paper corpus: its Table 1,
+  :data:`~wmdeval.planning.modes.KUSNER_WORDS`), else at :data:`PLANNED_PAIR_SECONDS`;
 * ``embedding_matrix``: the model of
   :func:`~wmdeval.planning.resources.embedding_matrix_seconds` (its threads do not divide it);
 * ``evaluate``: :data:`EVALUATE_SECONDS_PER_PAIR` per pair of planned documents;
@@ -54,9 +55,8 @@ PLANNED_SHARD_SECONDS = 8.0
 #: CPU seconds of one sampled query of a forecast before it exists (20 Newsgroups' WMD:
 #: 0.15 s, issue 40).
 PLANNED_QUERY_SECONDS = 0.15
-#: Before the documents exist: CPU seconds of one exact WMD pair in a block job. bbcsport
-#: in full mode (737 documents, 0.28 CPU-hours for 4 solved matrices of 271,216 pairs,
-#: benchmarks/results/paper_cost.json): 0.93 ms; 1 ms to round up.
+#: Before the documents exist, and their words per document unknown: CPU seconds of one
+#: exact WMD pair in a block job (the work model's at about 73 distinct words each).
 PLANNED_PAIR_SECONDS = 0.3e-3
 #: The evaluate job's seconds per pair of documents (the baselines' distances and the
 #: neighbour lists): 20 Newsgroups' took 3.5 minutes for 18,821 documents
@@ -148,16 +148,32 @@ def _measured_seconds(measured: Mapping) -> float:
     return float(measured.get("cpu_seconds", 0.0) + measured.get("setup_cpu_seconds", 0.0))
 
 
-def block_seconds(documents_path, n_blocks: int, planned: int | None) -> float:
+def planned_pair_seconds(words: float | None) -> float:
+    """CPU seconds of one exact pair of documents of ``words`` distinct words each, by
+    the block plan's work model (:mod:`wmdeval.distances.wmd.pairs`: 20 Newsgroups' 69.3
+    words 0.27 ms, bbcsport's 116.5 0.82 ms, twitter's 9.9 0.012 ms; bbcsport measured
+    0.93 ms, benchmarks/results/paper_cost.json); :data:`PLANNED_PAIR_SECONDS` if unknown."""
+    from ..distances.wmd.pairs import PAIR_OVERHEAD, SECONDS_PER_UNIT, document_work
+
+    if not words:
+        return PLANNED_PAIR_SECONDS
+    s = float(document_work([words])[0])
+    return (s * s + PAIR_OVERHEAD) * SECONDS_PER_UNIT
+
+
+def block_seconds(
+    documents_path, n_blocks: int, planned: int | None, words: float | None = None
+) -> float:
     """CPU seconds of one block job of ``n_blocks``: the work model of the documents once
-    they exist, else the ``planned`` documents' pairs at :data:`PLANNED_PAIR_SECONDS`."""
+    they exist, else the ``planned`` documents' pairs at :func:`planned_pair_seconds` of
+    their planned distinct ``words`` per document."""
     from .resources import block_work_seconds
 
     seconds = block_work_seconds(documents_path, n_blocks)
     if seconds is not None:
         return seconds
     n = planned or 0
-    return PLANNED_PAIR_SECONDS * n * (n - 1) / 2 / n_blocks
+    return planned_pair_seconds(words) * n * (n - 1) / 2 / n_blocks
 
 
 def job_seconds(
@@ -166,11 +182,13 @@ def job_seconds(
     inputs: Mapping[str, object],
     planned: int | None,
     settings: Mapping,
+    words: float | None = None,
 ) -> tuple[float, bool, str]:
     """(expected CPU seconds at one thread, do its threads share the work?, where the
     figure comes from: "forecast", "model" or "other") of one job of ``rule``;
     ``inputs``: its named input files; ``planned``: the documents planned for its
-    dataset (None if unknown); ``settings``: the ``wmd:`` config."""
+    dataset (None if unknown); ``settings``: the ``wmd:`` config; ``words``: the
+    dataset's planned distinct words per document (None if unknown)."""
     if rule in TARGET_RULES:
         return 0.0, False, "other"
     if rule in SEARCH_RULES:
@@ -183,7 +201,8 @@ def job_seconds(
         return seconds, True, "forecast" if measured else "model"
     if rule in BLOCK_RULES:
         n_blocks = int(wildcards["block"].split("-of-")[1])
-        return block_seconds(inputs.get("documents"), n_blocks, planned), True, "model"
+        seconds = block_seconds(inputs.get("documents"), n_blocks, planned, words)
+        return seconds, True, "model"
     if rule in EMBEDDING_RULES:
         from .resources import embedding_matrix_seconds
 
@@ -244,6 +263,7 @@ __all__ = [
     "search_shard_count",
     "search_seconds",
     "forecast_seconds",
+    "planned_pair_seconds",
     "block_seconds",
     "job_seconds",
     "job_name",
