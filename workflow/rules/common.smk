@@ -830,19 +830,19 @@ _PLANNED = {}
 # cannot be forecast gets none (the wall-time line says why).
 def planned_priority(rule_name):
     def priority(wildcards):
+        name = job_name(rule_name, dict(wildcards.items()))
         dag = workflow.dag
-        try:
-            jobs, _ = planned_jobs(dag)
-            key = (id(dag), len(jobs))
-            if _PRIORITIES.get("key") != key:
-                cores = max(int(workflow.cores or 1), 1)
-                ranked = plan_by_remaining(jobs, cores)
-                _PRIORITIES.update(key=key, levels={j.name: j.priority for j in ranked})
-        except WmdevalError:
-            return 0
-        return _PRIORITIES["levels"].get(
-            job_name(rule_name, dict(wildcards.items())), 0
-        )
+        # the plan's priorities once per DAG (Snakemake asks for each job in turn), again
+        # only if it asks for a job they do not hold (its DAG has changed)
+        if _PRIORITIES.get("dag") != id(dag) or name not in _PRIORITIES["levels"]:
+            try:
+                jobs, _ = planned_jobs(dag)
+                ranked = plan_by_remaining(jobs, max(int(workflow.cores or 1), 1))
+            except WmdevalError:
+                ranked = []
+            _PRIORITIES.update(dag=id(dag), levels={j.name: j.priority for j in ranked})
+            _PRIORITIES["levels"].setdefault(name, 0)
+        return _PRIORITIES["levels"][name]
 
     return priority
 
