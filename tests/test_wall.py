@@ -200,9 +200,9 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     wmd = {"forecast_queries": 30}
     absent = {"forecast": str(tmp_path / "absent.json"), "documents": str(tmp_path / "no.parquet")}
     search = {"dataset": "d", "variant": "original", "method": "wmd", "shard": "2-of-4"}
-    # 0.035 s x 18,821 documents / 4 shards + 8 s of set-up
+    # 0.025 s x 18,821 documents / 4 shards + 8 s of set-up
     seconds, scales, source = plan.job_seconds("wmd_search", search, absent, 18_821, wmd)
-    assert seconds == pytest.approx(0.035 * 18_821 / 4 + 8.0) and scales and source == "model"
+    assert seconds == pytest.approx(0.025 * 18_821 / 4 + 8.0) and scales and source == "model"
     # the forecast's shard once it exists
     forecast = tmp_path / "wmd.json"
     shards = [{"shard": f"{k}-of-4", "cpu_seconds": 10.0 * k} for k in range(1, 5)]
@@ -248,17 +248,46 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     assert plan.job_name("tables", {}) == "tables"
 
 
+def test_the_planned_search_rate_is_the_recorded_forecasts():
+    """PLANNED_SEARCH_SECONDS_PER_DOCUMENT: paper_cost.json's knn transport less what it
+    counts that the plan counts as jobs of their own (each knn dataset's 5 sample matrices
+    of 1,000 documents by their model, 56 forecast jobs by theirs), per document of the
+    knn datasets, 4 methods and 2 variants, rounded up to 0.001 s."""
+    import json
+    import math
+    from pathlib import Path
+
+    import yaml
+
+    from wmdeval.planning import modes, plan
+
+    repo = Path(__file__).resolve().parents[1]
+    path = repo / "benchmarks" / "results" / "paper_cost.json"
+    rows = json.loads(path.read_text(encoding="utf-8"))["figures"]["plan"]["rows"]
+    knn = {name: hours for name, mode, hours, *_ in rows if mode == "knn"}
+    paper = yaml.safe_load((repo / "config" / "paper.yaml").read_text(encoding="utf-8"))
+    member = {d: paper["datasets"][d]["member"] for d in knn}
+    documents = sum(modes.KUSNER_DOCUMENTS[member[d]] for d in knn)
+    samples = sum(
+        5 * 1000 * 999 / 2 * plan.planned_pair_seconds(modes.KUSNER_WORDS[member[d]]) for d in knn
+    )
+    forecasts = 8 * len(knn) * plan.forecast_seconds(None, 30)[0]
+    rate = (sum(knn.values()) * 3600 - samples - forecasts) / (documents * 8)
+    assert 0.024 < rate < 0.025
+    assert plan.PLANNED_SEARCH_SECONDS_PER_DOCUMENT == math.ceil(rate * 1000) / 1000
+
+
 def test_auto_search_shards_by_hand():
     from wmdeval.planning import plan
 
-    # the paper plan's knn datasets, 2 threads: 0.035 x 18,821 = 658.7 s of search; each
+    # the paper plan's knn datasets, 2 threads: 0.025 x 18,821 = 470.5 s of search; each
     # job at most 120 s of wall: 120 x speed-up(2) = 208.7 s of CPU, less 8 s of set-up:
-    # 658.7 / 200.7 = 3.28 -> 4 shards
+    # 470.5 / 200.7 = 2.34 -> 3 shards
     paper = [3108, 4370, 9152, 7093, 7674, 8000, 18_821]
-    assert plan.search_shard_count("auto", paper, 2)[0] == 4
+    assert plan.search_shard_count("auto", paper, 2)[0] == 3
     assert "18,821 documents" in plan.search_shard_count("auto", paper, 2)[1]
-    # one thread: 658.7 / (120 - 8) = 5.9 -> 6
-    assert plan.search_shard_count("auto", paper, 1)[0] == 6
+    # one thread: 470.5 / (120 - 8) = 4.2 -> 5
+    assert plan.search_shard_count("auto", paper, 1)[0] == 5
     assert plan.search_shard_count("auto", [200, None], 1)[0] == 1
     assert plan.search_shard_count("auto", [None], 4) == (
         1,
