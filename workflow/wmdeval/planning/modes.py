@@ -69,7 +69,7 @@ def planned_documents(spec: Mapping) -> tuple[int | None, str]:
         rows = _file_rows(str(path), path.stat().st_mtime_ns, fmt)
         how = "its .mat header" if fmt == "kusner-mat" else _how_counted(path)
         return rows, f"{path.name}: {how}"
-    name = Path(spec.get("member") or spec.get("url") or spec.get("path") or "").name
+    name = _file_name(spec)
     if fmt == "kusner-mat" and name in KUSNER_DOCUMENTS:
         return KUSNER_DOCUMENTS[name], f"the paper's count for {name}, docs/protocol.md §2"
     where = spec.get("url") or spec.get("path")
@@ -82,8 +82,13 @@ def planned_words(spec: Mapping) -> float | None:
     until its documents exist)."""
     if spec["format"] != "kusner-mat":
         return None
-    name = Path(spec.get("member") or spec.get("url") or spec.get("path") or "").name
-    return KUSNER_WORDS.get(name)
+    return KUSNER_WORDS.get(_file_name(spec))
+
+
+def _file_name(spec: Mapping) -> str:
+    """The name of a dataset's file as its config entry gives it: the archive's member,
+    else the URL's or the path's last part ("" if none)."""
+    return Path(spec.get("member") or spec.get("url") or spec.get("path") or "").name
 
 
 def _how_counted(path: Path) -> str:
