@@ -370,8 +370,9 @@ def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
 
 
 def test_the_papers_corpora_are_planned_by_the_protocols_table():
-    """modes.KUSNER_DOCUMENTS and KUSNER_WORDS are docs/protocol.md's Table 1 (documents,
-    distinct words per document, by .mat file), and planned_words reads them by name."""
+    """modes.KUSNER_DOCUMENTS, KUSNER_WORDS and KUSNER_FOLDS are docs/protocol.md's Table
+    1 (documents, distinct words per document, split, by .mat file), and planned_words and
+    planned_folds read them by name."""
     from wmdeval.planning import modes
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "protocol.md").read_text("utf-8")
@@ -380,12 +381,21 @@ def test_the_papers_corpora_are_planned_by_the_protocols_table():
         for line in text.splitlines()
         if line.startswith("| ") and ".mat`" in line
     ]
-    table = {row[1].strip("`"): (int(row[2]), float(row[6])) for row in rows}
+    folds = {"five-fold": 5, "one-fold": 1}
+    table = {row[1].strip("`"): (int(row[2]), float(row[6]), folds[row[8]]) for row in rows}
     assert table == {
-        name: (modes.KUSNER_DOCUMENTS[name], modes.KUSNER_WORDS[name])
+        name: (modes.KUSNER_DOCUMENTS[name], modes.KUSNER_WORDS[name], modes.KUSNER_FOLDS[name])
         for name in modes.KUSNER_DOCUMENTS
     }
     spec = {"format": "kusner-mat", "url": "https://x/y.zip", "member": "r8-emd_tr_te3.mat"}
     assert modes.planned_words(spec) == 36.0
     assert modes.planned_words({**spec, "member": "mine.mat"}) is None
     assert modes.planned_words({"format": "table", "path": "r8-emd_tr_te3.mat"}) is None
+    assert modes.planned_folds(spec) == 1
+    assert modes.planned_folds({**spec, "member": "amazon-emd_tr_te_split.mat"}) == 5
+    assert modes.planned_folds({**spec, "member": "mine.mat"}) is None
+    # a table: its seeded folds, or one with a split column; the demo its seeded folds
+    table_spec = {"format": "table", "path": "t.tsv", "folds": 3, "split_column": None}
+    assert modes.planned_folds(table_spec) == 3
+    assert modes.planned_folds({**table_spec, "split_column": "split"}) == 1
+    assert modes.planned_folds({"format": "demo", "folds": 5}) == 5

@@ -1,5 +1,7 @@
 """The plan's wall time (wmdeval.planning.wall): hand-made DAGs, hand-computed makespans."""
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from wmdeval.core.errors import WmdevalError
@@ -200,9 +202,10 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     wmd = {"forecast_queries": 30}
     absent = {"forecast": str(tmp_path / "absent.json"), "documents": str(tmp_path / "no.parquet")}
     search = {"dataset": "d", "variant": "original", "method": "wmd", "shard": "2-of-4"}
-    # 0.025 s x 18,821 documents / 4 shards + 8 s of set-up
+    # 0.025 s x 18,821 documents / 4 shards + a shard's fixed 2 s and 0.23 ms per document
     seconds, scales, source = plan.job_seconds("wmd_search", search, absent, 18_821, wmd)
-    assert seconds == pytest.approx(0.025 * 18_821 / 4 + 8.0) and scales and source == "model"
+    expected = 0.025 * 18_821 / 4 + 2.0 + 2.3e-4 * 18_821
+    assert seconds == pytest.approx(expected) and scales and source == "model"
     # the forecast's shard once it exists
     forecast = tmp_path / "wmd.json"
     shards = [{"shard": f"{k}-of-4", "cpu_seconds": 10.0 * k} for k in range(1, 5)]
@@ -216,9 +219,10 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     )
     with pytest.raises(WmdevalError, match="no shard 2-of-3"):
         plan.job_seconds("wmd_search", {**search, "shard": "2-of-3"}, inputs, 10, wmd)
-    # a forecast job: 4 x 30 queries at 0.15 s and a shard's set-up; measured: 7 + 2 s
+    # a forecast job: 4 x 30 queries at 0.15 s and a shard's fixed cost; measured: 7 + 2 s
     at = {"dataset": "d", "variant": "v", "method": "m"}
-    assert plan.job_seconds("wmd_forecast", at, {}, None, wmd)[:2] == (4 * 30 * 0.15 + 8.0, True)
+    assert plan.job_seconds("wmd_forecast", at, {}, None, wmd)[:2] == (4 * 30 * 0.15 + 2.0, True)
+    assert plan.job_seconds("wmd_forecast", at, {}, 1000, wmd)[0] == pytest.approx(18 + 2.23)
     assert plan.forecast_seconds(forecast, 30) == (9.0, True)
     # a block of 64 before its documents exist: 1,000 documents' pairs at 0.3 ms
     block = {"dataset": "d", "variant": "v", "method": "wmd", "block": "3-of-64"}
@@ -230,13 +234,30 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     per_pair = ((69.3**1.1) ** 2 + 350) * 0.023e-6
     assert per_pair == pytest.approx(0.266e-3, rel=1e-3)
     assert seconds == pytest.approx(per_pair * 1000 * 999 / 2 / 64)
-    # evaluate: 10 s and 1.2 us per pair of documents; RWMD's matrix: not by its threads
-    assert plan.job_seconds("evaluate", {"dataset": "d"}, absent, 1000, wmd)[:2] == (
-        pytest.approx(10.0 + 1.2e-6 * 1000 * 1000 / 2),
+    # evaluate: 2 s, and per entry of the 1,000 x 1,000 matrix 0.13 us and 0.12 us per
+    # fold: the planned folds, five if unknown, the splits file's once it exists
+    at = {"dataset": "d"}
+    assert plan.job_seconds("evaluate", at, absent, 1000, wmd, None, 1)[:2] == (
+        pytest.approx(2.0 + (1.3e-7 + 1.2e-7) * 1e6),
         False,
     )
+    five = pytest.approx(2.0 + (1.3e-7 + 5 * 1.2e-7) * 1e6)
+    assert plan.job_seconds("evaluate", at, absent, 1000, wmd)[0] == five
+    splits = tmp_path / "splits.parquet"
+    pq.write_table(pa.table({"fold": pa.array([0, 0, 1, 2], pa.int16())}), splits)
+    documents = tmp_path / "documents.parquet"
+    pq.write_table(pa.table({"doc_id": list(range(500))}), documents)
+    written = {"documents": str(documents), "splits": str(splits)}
+    assert plan.job_seconds("evaluate", at, written, 1000, wmd, None, 1)[0] == pytest.approx(
+        2.0 + (1.3e-7 + 3 * 1.2e-7) * 500 * 500
+    )
+    assert plan.job_seconds("evaluate", at, {}, None, wmd) == (10.0, False, "other")
+    # a dense matrix: 2 s and 0.11 us per entry, not divided by its threads
     dense = plan.job_seconds("embedding_matrix", {"embedding_method": "wcd"}, absent, 1000, wmd)
-    assert dense == (pytest.approx(30.0 + 3e-7 * 1000 * 1000), False, "model")
+    assert dense == (pytest.approx(2.0 + 1.1e-7 * 1000 * 1000), False, "model")
+    assert plan.job_seconds("sample_rwmd_matrix", at, written, 1000, wmd)[0] == pytest.approx(
+        2.0 + 1.1e-7 * 500 * 500
+    )
     # everything else, and the target rule
     assert plan.job_seconds("ingest_kusner", {"dataset": "d"}, {}, 1000, wmd) == (
         10.0,
@@ -248,45 +269,128 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     assert plan.job_name("tables", {}) == "tables"
 
 
-def test_the_planned_search_rate_is_the_recorded_forecasts():
-    """PLANNED_SEARCH_SECONDS_PER_DOCUMENT: paper_cost.json's knn transport less what it
-    counts that the plan counts as jobs of their own (each knn dataset's 5 sample matrices
-    of 1,000 documents by their model, 56 forecast jobs by theirs), per document of the
-    knn datasets, 4 methods and 2 variants, rounded up to 0.001 s."""
+def _paper_rows() -> dict:
+    """benchmarks/results/paper_cost.json's plan rows by dataset, with each dataset's
+    documents and folds as planned (its .mat file in config/paper.yaml)."""
     import json
-    import math
     from pathlib import Path
 
     import yaml
 
-    from wmdeval.planning import modes, plan
+    from wmdeval.planning import modes
 
     repo = Path(__file__).resolve().parents[1]
     path = repo / "benchmarks" / "results" / "paper_cost.json"
-    rows = json.loads(path.read_text(encoding="utf-8"))["figures"]["plan"]["rows"]
-    knn = {name: hours for name, mode, hours, *_ in rows if mode == "knn"}
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]["plan"]
     paper = yaml.safe_load((repo / "config" / "paper.yaml").read_text(encoding="utf-8"))
-    member = {d: paper["datasets"][d]["member"] for d in knn}
-    documents = sum(modes.KUSNER_DOCUMENTS[member[d]] for d in knn)
-    samples = sum(
-        5 * 1000 * 999 / 2 * plan.planned_pair_seconds(modes.KUSNER_WORDS[member[d]]) for d in knn
-    )
-    forecasts = 8 * len(knn) * plan.forecast_seconds(None, 30)[0]
-    rate = (sum(knn.values()) * 3600 - samples - forecasts) / (documents * 8)
+    rows = {}
+    for values in figures["rows"]:
+        row = dict(zip(figures["header"], values, strict=True))
+        if row["dataset"] == "all":
+            continue
+        member = paper["datasets"][row["dataset"]]["member"]
+        row["documents"] = modes.KUSNER_DOCUMENTS[member]
+        row["folds"] = modes.KUSNER_FOLDS[member]
+        row["words"] = modes.KUSNER_WORDS[member]
+        rows[row["dataset"]] = row
+    assert len(rows) == 8
+    return rows
+
+
+def test_the_planned_search_rate_is_the_recorded_forecasts():
+    """PLANNED_SEARCH_SECONDS_PER_DOCUMENT: paper_cost.json's knn transport (one shard
+    per search) less what it counts that the plan counts on its own (each knn dataset's 5
+    sample matrices of 1,000 documents by their model, its 8 forecast jobs by theirs, and
+    each of its 8 searches' one shard's fixed cost), per document of the knn datasets, 4
+    methods and 2 variants, rounded up to 0.001 s."""
+    import math
+
+    from wmdeval.planning import plan
+
+    knn = [row for row in _paper_rows().values() if row["mode"] == "knn"]
+    documents = sum(row["documents"] for row in knn)
+    samples = sum(5 * 1000 * 999 / 2 * plan.planned_pair_seconds(row["words"]) for row in knn)
+    forecasts = sum(8 * plan.forecast_seconds(None, 30, row["documents"])[0] for row in knn)
+    fixed = sum(8 * plan.shard_fixed_seconds(row["documents"]) for row in knn)
+    transport = sum(row["transport CPU h"] for row in knn) * 3600
+    rate = (transport - samples - forecasts - fixed) / (documents * 8)
     assert 0.024 < rate < 0.025
     assert plan.PLANNED_SEARCH_SECONDS_PER_DOCUMENT == math.ceil(rate * 1000) / 1000
+
+
+def test_a_shards_fixed_cost_is_the_measured_one():
+    """SHARD_START_SECONDS and SHARD_SECONDS_PER_DOCUMENT: thread_scaling.json's shard of
+    20 Newsgroups (18,846 posts) as two one-worker processes against one: the second
+    process's extra search CPU per document, and each process's start-up, to 2 digits."""
+    import json
+    from pathlib import Path
+
+    from wmdeval.planning import plan
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "thread_scaling.json"
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    one = next(row for row in figures["rows"] if row["workers"] == 1)
+    processes = figures["processes"]
+    assert processes["processes"] == 2
+    per_document = (processes["search_cpu_s"] - one["cpu_s"]) / 18_846
+    start = (processes["cpu_s"] - processes["search_cpu_s"]) / processes["processes"]
+    assert plan.SHARD_SECONDS_PER_DOCUMENT == float(f"{per_document:.1e}")
+    assert plan.SHARD_START_SECONDS == round(start, 1)
+    assert plan.shard_fixed_seconds(18_846) == pytest.approx(2.0 + 2.3e-4 * 18_846)
+    assert plan.shard_fixed_seconds(None) == 2.0
+
+
+def test_the_dense_and_evaluate_models_are_fitted_to_the_recorded_costs():
+    """DENSE_* and EVALUATE_*: least squares over paper_cost.json's eight datasets, to 2
+    digits. Dense: per variant WCD and the cosine at n documents, and RWMD's matrix at n
+    (full mode) or of the 1,000-document sample (knn mode), each a + b n^2. Evaluate: per
+    variant a + (b + folds c) n^2. Each dataset's fit within 10 s of its figure."""
+    import numpy as np
+
+    from wmdeval.planning import plan
+
+    rows = _paper_rows()
+    dense, dense_cpu, evaluate, evaluate_cpu = [], [], [], []
+    for row in rows.values():
+        n, folds = row["documents"], row["folds"]
+        sizes = [n, n, n] if row["mode"] == "full" else [n, n, min(n, 1000)]
+        dense.append([2 * len(sizes), 2 * sum(s * s for s in sizes)])
+        dense_cpu.append(row["dense CPU h"] * 3600)
+        evaluate.append([2, 2 * n * n, 2 * folds * n * n])
+        evaluate_cpu.append(row["evaluate CPU h"] * 3600)
+    fits = {}
+    for name, a, y in (("dense", dense, dense_cpu), ("evaluate", evaluate, evaluate_cpu)):
+        fits[name] = np.linalg.lstsq(np.array(a, float), np.array(y), rcond=None)[0]
+    a, b = fits["dense"]
+    assert plan.DENSE_JOB_SECONDS == round(a, 1)
+    assert plan.DENSE_SECONDS_PER_ENTRY == float(f"{b:.1e}")
+    a, b, c = fits["evaluate"]
+    assert plan.EVALUATE_JOB_SECONDS == round(a, 1)
+    assert plan.EVALUATE_SECONDS_PER_ENTRY == float(f"{b:.1e}")
+    assert plan.EVALUATE_SECONDS_PER_FOLD_ENTRY == float(f"{c:.1e}")
+    # the rounded constants, as the plan uses them, per dataset
+    for row, x, y in zip(rows.values(), dense, dense_cpu, strict=True):
+        modelled = plan.DENSE_JOB_SECONDS * x[0] + plan.DENSE_SECONDS_PER_ENTRY * x[1]
+        assert abs(modelled - y) < 10, row["dataset"]
+    for row, x, y in zip(rows.values(), evaluate, evaluate_cpu, strict=True):
+        modelled = (
+            plan.EVALUATE_JOB_SECONDS * x[0]
+            + plan.EVALUATE_SECONDS_PER_ENTRY * x[1]
+            + plan.EVALUATE_SECONDS_PER_FOLD_ENTRY * x[2]
+        )
+        assert abs(modelled - y) < 10, row["dataset"]
 
 
 def test_auto_search_shards_by_hand():
     from wmdeval.planning import plan
 
     # the paper plan's knn datasets, 2 threads: 0.025 x 18,821 = 470.5 s of search; each
-    # job at most 120 s of wall: 120 x speed-up(2) = 208.7 s of CPU, less 8 s of set-up:
-    # 470.5 / 200.7 = 2.34 -> 3 shards
+    # job at most 120 s of wall: 120 x speed-up(2) = 208.7 s of CPU, less a shard's fixed
+    # 2 + 0.23 ms x 18,821 = 6.3 s: 470.5 / 202.4 = 2.32 -> 3 shards
     paper = [3108, 4370, 9152, 7093, 7674, 8000, 18_821]
     assert plan.search_shard_count("auto", paper, 2)[0] == 3
     assert "18,821 documents" in plan.search_shard_count("auto", paper, 2)[1]
-    # one thread: 470.5 / (120 - 8) = 4.2 -> 5
+    # one thread: 470.5 / (120 - 6.3) = 4.1 -> 5
     assert plan.search_shard_count("auto", paper, 1)[0] == 5
     assert plan.search_shard_count("auto", [200, None], 1)[0] == 1
     assert plan.search_shard_count("auto", [None], 4) == (

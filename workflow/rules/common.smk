@@ -37,7 +37,12 @@ from wmdeval.planning.wall import (
     by_remaining as plan_by_remaining,
     wall_summary as plan_wall_summary,
 )
-from wmdeval.planning.modes import dataset_mode, planned_documents, planned_words
+from wmdeval.planning.modes import (
+    dataset_mode,
+    planned_documents,
+    planned_folds,
+    planned_words,
+)
 from wmdeval.planning.resources import (
     block_resources as wmd_block_resources,
     search_resources as wmd_search_resources,
@@ -107,6 +112,8 @@ try:
     # distinct words per document as planned (a paper corpus: the paper's figure), for the
     # expected time of WMD blocks before their documents exist
     PLANNED_WORDS = {d: planned_words(config["datasets"][d]) for d in DATASETS}
+    # and folds (the expected time of evaluate jobs before their splits exist)
+    PLANNED_FOLDS = {d: planned_folds(config["datasets"][d]) for d in DATASETS}
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
@@ -806,6 +813,7 @@ def planned_jobs(dag):
             planned,
             config["wmd"],
             PLANNED_WORDS.get(dataset),
+            PLANNED_FOLDS.get(dataset),
         )
         sources[source] = sources.get(source, 0) + 1
         declared = job.rule.resources.get("_cores")

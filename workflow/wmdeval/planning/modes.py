@@ -47,6 +47,20 @@ KUSNER_WORDS = {
 }
 
 
+#: Folds of the same corpora (docs/protocol.md §2: five-fold or one-fold): the evaluate
+#: jobs' work before their splits exist.
+KUSNER_FOLDS = {
+    "bbcsport-emd_tr_te_split.mat": 5,
+    "twitter-emd_tr_te_split.mat": 5,
+    "recipe2-emd_tr_te_split.mat": 5,
+    "ohsumed-emd_tr_te_ix.mat": 1,
+    "classic-emd_tr_te_split.mat": 5,
+    "r8-emd_tr_te3.mat": 1,
+    "amazon-emd_tr_te_split.mat": 5,
+    "20ng2_500-emd_tr_te.mat": 1,
+}
+
+
 #: Documents of the demo corpora shipped with gensim (checked by tests/test_planning.py).
 DEMO_DOCUMENTS = {"mini_newsgroup": 200, "mini_newsgroup_subjects": 200, "pang_lee_polarity": 200}
 
@@ -83,6 +97,17 @@ def planned_words(spec: Mapping) -> float | None:
     if spec["format"] != "kusner-mat":
         return None
     return KUSNER_WORDS.get(_file_name(spec))
+
+
+def planned_folds(spec: Mapping) -> int | None:
+    """Folds of one dataset's config entry as planned: a paper corpus's by its file name
+    (:data:`KUSNER_FOLDS`); a table's or the demo's seeded ``folds``, one with a
+    ``split_column``; None for any other .mat file (unknown until it is ingested)."""
+    if spec["format"] == "kusner-mat":
+        return KUSNER_FOLDS.get(_file_name(spec))
+    if spec.get("split_column"):
+        return 1
+    return spec.get("folds")
 
 
 def _file_name(spec: Mapping) -> str:

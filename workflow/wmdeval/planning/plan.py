@@ -9,19 +9,26 @@ speed-up of a job's threads where they share its work.
 
 * ``wmd_search``: its shard's forecast CPU (``wmd_forecast``'s file) once that exists;
   before (a dry run), :data:`PLANNED_SEARCH_SECONDS_PER_DOCUMENT` per planned document
-  over the shards, plus :data:`PLANNED_SHARD_SECONDS` per shard;
+  over the shards, plus each shard's fixed cost (:func:`shard_fixed_seconds`);
 * ``wmd_forecast``: the forecast's own measured CPU once it exists; before, its sample
   (4 x ``wmd.forecast_queries`` queries at :data:`PLANNED_QUERY_SECONDS`) plus a shard's
-  set-up;
+  fixed cost;
 * ``wmd_block``: the block plan's work model (:mod:`wmdeval.distances.wmd.pairs`) of the
   documents once they exist; before that, the planned documents' pairs by the same model
   at the dataset's planned distinct words per document (a paper corpus: its Table 1,
   :data:`~wmdeval.planning.modes.KUSNER_WORDS`), else at :data:`PLANNED_PAIR_SECONDS`;
-* ``embedding_matrix``: the model of
-  :func:`~wmdeval.planning.resources.embedding_matrix_seconds` (its threads do not divide it);
-* ``evaluate``: :data:`EVALUATE_SECONDS_PER_PAIR` per pair of planned documents;
+* ``embedding_matrix``, ``sample_rwmd_matrix``: :data:`DENSE_JOB_SECONDS` plus
+  :data:`DENSE_SECONDS_PER_ENTRY` per entry of the n x n matrix (its threads do not divide
+  it);
+* ``evaluate``: :data:`EVALUATE_JOB_SECONDS` plus, per entry of the n x n matrix,
+  :data:`EVALUATE_SECONDS_PER_ENTRY` and :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold;
 * every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
   analyses): :data:`OTHER_JOB_SECONDS`, not forecast individually.
+
+These are expected times, fitted to measured runs (each constant says which; the tests
+derive the fits from the recorded files). The declared ``runtime`` of a job keeps its own,
+generous models (:mod:`wmdeval.planning.resources`): a declaration must not be shorter
+than the job, an expectation should be neither shorter nor longer.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..core.errors import WmdevalError
 from .wall import Job, speedup
@@ -41,29 +52,52 @@ from .wall import Job, speedup
 OTHER_JOB_SECONDS = 10.0
 
 #: Before a forecast exists: CPU seconds of one method's search per document of the
-#: variant, at one thread. Fitted to the paper plan's recorded forecast
-#: (benchmarks/results/paper_cost.json): 4.16 CPU-hours of knn transport (its seven knn
-#: datasets' rows), less what that figure also counts and the plan counts as jobs of their
-#: own: the samples' matrices (0.59 h, the wmd_sample_block jobs by their model) and the
-#: forecast jobs (0.40 h, 56 at 26 s): 3.16 h over 58,218 documents in knn mode, 4
-#: transport methods and 2 variants: 0.0244 s; 0.025 to round up (checked by
-#: tests/test_wall.py). The WMD search of the original alone costs more (20 Newsgroups:
-#: 0.15 s per query x 10,927 queries over 18,821 documents: 0.087 s), the clean variant's,
-#: which reuses the original's pairs, PCA WMD's and short documents' (twitter) less.
+#: variant, at one thread, besides its shards' fixed costs (:func:`shard_fixed_seconds`).
+#: Fitted to the paper plan's recorded forecast (benchmarks/results/paper_cost.json,
+#: made with one shard per search): 4.16 CPU-hours of knn transport (its seven knn
+#: datasets' rows), less what that figure also counts and the plan counts on its own:
+#: the samples' matrices (0.59 h, the wmd_sample_block jobs by their model), the forecast
+#: jobs (56, by their model) and the one shard's fixed cost of each of the 56 searches:
+#: 0.0244 s per document over 58,218 documents in knn mode, 4 transport methods and 2
+#: variants; 0.025 to round up (checked by tests/test_wall.py). The WMD search of the
+#: original alone costs more (20 Newsgroups: 0.15 s per query x 10,927 queries over
+#: 18,821 documents: 0.087 s), the clean variant's, which reuses the original's pairs,
+#: PCA WMD's and short documents' (twitter) less.
 PLANNED_SEARCH_SECONDS_PER_DOCUMENT = 0.025
-#: A search shard's fixed CPU seconds before its forecast exists: reading and preparing
-#: the inputs and the bounds' set-up, which every shard pays (a forecast measures both).
-PLANNED_SHARD_SECONDS = 8.0
+#: A search shard's fixed CPU besides its queries: :data:`SHARD_START_SECONDS` for the
+#: process (the package's imports), and :data:`SHARD_SECONDS_PER_DOCUMENT` per document
+#: for reading and preparing the inputs and the bounds' set-up, which every shard pays.
+#: Measured on the 18,846 posts of 20 Newsgroups (benchmarks/results/thread_scaling.json,
+#: its ``processes`` row): one shard's queries as two one-worker processes took 50.1 s of
+#: search CPU against 45.8 s as one (4.3 s more), and 3.9 s for the two processes'
+#: start-up (checked by tests/test_wall.py).
+SHARD_START_SECONDS = 2.0
+SHARD_SECONDS_PER_DOCUMENT = 2.3e-4
 #: CPU seconds of one sampled query of a forecast before it exists (20 Newsgroups' WMD:
 #: 0.15 s, issue 40).
 PLANNED_QUERY_SECONDS = 0.15
 #: Before the documents exist, and their words per document unknown: CPU seconds of one
 #: exact WMD pair in a block job (the work model's at about 73 distinct words each).
 PLANNED_PAIR_SECONDS = 0.3e-3
-#: The evaluate job's seconds per pair of documents (the baselines' distances and the
-#: neighbour lists): 20 Newsgroups' took 3.5 minutes for 18,821 documents
-#: (benchmarks/results/paper_scale.json): 210 s / 177 M pairs = 1.2e-6 s.
-EVALUATE_SECONDS_PER_PAIR = 1.2e-6
+#: A dense matrix job (WCD, the mean-vector cosine, RWMD; a knn sample's RWMD):
+#: DENSE_JOB_SECONDS + DENSE_SECONDS_PER_ENTRY x n^2 CPU seconds. Least squares over the
+#: eight paper datasets' measured dense CPU (benchmarks/results/paper_cost.json: per
+#: variant WCD and the cosine, and RWMD in full mode or its 1,000-document sample's in
+#: knn mode), each within 10 s of its dataset's figure (20 Newsgroups: 168 s against
+#: 166 s measured; checked by tests/test_wall.py).
+DENSE_JOB_SECONDS = 2.0
+DENSE_SECONDS_PER_ENTRY = 1.1e-7
+#: The evaluate job: EVALUATE_JOB_SECONDS + (EVALUATE_SECONDS_PER_ENTRY + folds x
+#: EVALUATE_SECONDS_PER_FOLD_ENTRY) x n^2 CPU seconds: the baselines' matrices once, the
+#: kNN tuning per fold. Least squares over the same eight datasets' measured evaluate CPU
+#: (paper_cost.json, both variants), each within 10 s (20 Newsgroups: 181 s against 184 s
+#: measured).
+EVALUATE_JOB_SECONDS = 2.0
+EVALUATE_SECONDS_PER_ENTRY = 1.3e-7
+EVALUATE_SECONDS_PER_FOLD_ENTRY = 1.2e-7
+#: Folds of a dataset whose count is not known while planning (a .mat file that is not
+#: one of the paper's, not yet ingested): five, the most any paper corpus has.
+UNKNOWN_FOLDS = 5
 
 #: Rules whose jobs are a neighbour search shard.
 SEARCH_RULES = ("wmd_search", "wmd_search_with_rwmd")
@@ -77,9 +111,9 @@ EVALUATE_RULES = ("evaluate", "evaluate_allwords")
 TARGET_RULES = ("all",)
 
 
-#: ``wmd.search_shards: auto``: the planned wall seconds of one search job at most. Below
-#: the longest job of the paper plan that is not a search (20 Newsgroups' evaluate: 3.5
-#: minutes, benchmarks/results/paper_scale.json), so that no search job is the plan's
+#: ``wmd.search_shards: auto``: the planned wall seconds of one search job at most, well
+#: below the paper plan's critical path (5.7 minutes on 64 cores: 20 Newsgroups' chain of
+#: forecasts, shards and evaluate; docs/scale.md), so that no search job is the plan's
 #: critical path by itself.
 AUTO_SHARD_SECONDS = 120.0
 
@@ -89,7 +123,7 @@ def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tu
     fewest shards that plan each search job of the largest of the ``planned`` documents
     of the datasets in knn mode at most :data:`AUTO_SHARD_SECONDS` of wall time on
     ``threads`` threads (:data:`PLANNED_SEARCH_SECONDS_PER_DOCUMENT` per document over
-    the shards, :data:`PLANNED_SHARD_SECONDS` each, over
+    the shards, :func:`shard_fixed_seconds` each, over
     :func:`~wmdeval.planning.wall.speedup`); 1 without a dataset in knn mode of known
     size. Only the config and the planned documents decide it: the same config and the
     same files give the same shards."""
@@ -98,12 +132,18 @@ def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tu
     largest = max((n for n in planned if n), default=0)
     if not largest:
         return 1, "auto: no dataset in knn mode of known size"
-    budget = AUTO_SHARD_SECONDS * speedup(threads) - PLANNED_SHARD_SECONDS
+    budget = AUTO_SHARD_SECONDS * speedup(threads) - shard_fixed_seconds(largest)
     shards = max(1, math.ceil(PLANNED_SEARCH_SECONDS_PER_DOCUMENT * largest / budget))
     return shards, (
         f"auto: {largest:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min of wall"
         f" time per search job on {threads} thread(s)"
     )
+
+
+def shard_fixed_seconds(documents: int | None) -> float:
+    """CPU seconds a search shard (or a forecast job) of a variant of ``documents``
+    documents pays besides its queries (0 documents if unknown)."""
+    return SHARD_START_SECONDS + SHARD_SECONDS_PER_DOCUMENT * (documents or 0)
 
 
 def _read_forecast(path) -> dict | None:
@@ -131,18 +171,22 @@ def search_seconds(forecast_path, shard: str, planned: int | None) -> tuple[floa
                 return float(entry["cpu_seconds"]), True
         raise WmdevalError(f"{forecast_path}: the forecast has no shard {shard}")
     documents = planned or 0
-    return PLANNED_SEARCH_SECONDS_PER_DOCUMENT * documents / n_shards + PLANNED_SHARD_SECONDS, False
+    per_shard = PLANNED_SEARCH_SECONDS_PER_DOCUMENT * documents / n_shards
+    return per_shard + shard_fixed_seconds(documents), False
 
 
-def forecast_seconds(forecast_path, queries_per_role: int) -> tuple[float, bool]:
+def forecast_seconds(
+    forecast_path, queries_per_role: int, planned: int | None = None
+) -> tuple[float, bool]:
     """(CPU seconds, measured?) of a ``wmd_forecast`` job: its measured sample, set-up
     and sharing checks once the file exists, else 3 roles' sample and as many checks at
-    :data:`PLANNED_QUERY_SECONDS` plus a shard's set-up."""
+    :data:`PLANNED_QUERY_SECONDS` plus a shard's fixed cost for ``planned`` documents."""
     record = _read_forecast(forecast_path)
     if record is not None:
         measured = record.get("measured", {})
         return _measured_seconds(measured), True
-    return 4 * queries_per_role * PLANNED_QUERY_SECONDS + PLANNED_SHARD_SECONDS, False
+    sample = 4 * queries_per_role * PLANNED_QUERY_SECONDS
+    return sample + shard_fixed_seconds(planned), False
 
 
 def _measured_seconds(measured: Mapping) -> float:
@@ -185,12 +229,14 @@ def job_seconds(
     planned: int | None,
     settings: Mapping,
     words: float | None = None,
+    folds: int | None = None,
 ) -> tuple[float, bool, str]:
     """(expected CPU seconds at one thread, do its threads share the work?, where the
     figure comes from: "forecast", "model" or "other") of one job of ``rule``;
     ``inputs``: its named input files; ``planned``: the documents planned for its
     dataset (None if unknown); ``settings``: the ``wmd:`` config; ``words``: the
-    dataset's planned distinct words per document (None if unknown)."""
+    dataset's planned distinct words per document, ``folds`` its planned folds (None if
+    unknown)."""
     if rule in TARGET_RULES:
         return 0.0, False, "other"
     if rule in SEARCH_RULES:
@@ -199,24 +245,50 @@ def job_seconds(
     if rule == "wmd_forecast":
         d, v, m = wildcards["dataset"], wildcards["variant"], wildcards["method"]
         path = f"results/{d}/{v}/forecast/{m}.json"
-        seconds, measured = forecast_seconds(path, settings["forecast_queries"])
+        seconds, measured = forecast_seconds(path, settings["forecast_queries"], planned)
         return seconds, True, "forecast" if measured else "model"
     if rule in BLOCK_RULES:
         n_blocks = int(wildcards["block"].split("-of-")[1])
         seconds = block_seconds(inputs.get("documents"), n_blocks, planned, words)
         return seconds, True, "model"
     if rule in EMBEDDING_RULES:
-        from .resources import embedding_matrix_seconds
-
-        seconds = embedding_matrix_seconds(
-            inputs.get("documents"), wildcards.get("embedding_method", ""), planned
-        )
-        if seconds is None:
+        n = _documents(inputs.get("documents"), planned)
+        if n is None:
             return OTHER_JOB_SECONDS, False, "other"
-        return seconds, False, "model"
-    if rule in EVALUATE_RULES and planned:
-        return OTHER_JOB_SECONDS + EVALUATE_SECONDS_PER_PAIR * planned * planned / 2, False, "model"
+        return DENSE_JOB_SECONDS + DENSE_SECONDS_PER_ENTRY * n * n, False, "model"
+    if rule in EVALUATE_RULES:
+        n = _documents(inputs.get("documents"), planned)
+        if n is None:
+            return OTHER_JOB_SECONDS, False, "other"
+        per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * _folds(
+            inputs.get("splits"), folds
+        )
+        return EVALUATE_JOB_SECONDS + per_entry * n * n, False, "model"
     return OTHER_JOB_SECONDS, False, "other"
+
+
+def _documents(documents_path, planned: int | None) -> int | None:
+    """Rows of a documents file once it exists, else the ``planned`` count (None if
+    unknown)."""
+    if documents_path:
+        try:
+            return pq.read_metadata(documents_path).num_rows
+        except (OSError, pa.ArrowInvalid):
+            pass  # absent (a dry run), or not Parquet: the job that reads it says which
+    return planned
+
+
+def _folds(splits_path, planned: int | None) -> int:
+    """Folds of a splits file once it exists, else the ``planned`` count, else
+    :data:`UNKNOWN_FOLDS`."""
+    if splits_path:
+        try:
+            column = pq.read_table(splits_path, columns=["fold"]).column("fold")
+        except (OSError, pa.ArrowInvalid, KeyError):
+            column = None  # absent (a dry run), or not a splits file: evaluate says which
+        if column is not None:
+            return max(len(pc.unique(column)), 1)
+    return planned or UNKNOWN_FOLDS
 
 
 def job_name(rule: str, wildcards: Mapping[str, str]) -> str:
@@ -260,7 +332,14 @@ def search_jobs(records: Sequence[Mapping], reused: Sequence[str] = ()) -> list[
 __all__ = [
     "OTHER_JOB_SECONDS",
     "PLANNED_SEARCH_SECONDS_PER_DOCUMENT",
-    "PLANNED_SHARD_SECONDS",
+    "SHARD_START_SECONDS",
+    "SHARD_SECONDS_PER_DOCUMENT",
+    "DENSE_JOB_SECONDS",
+    "DENSE_SECONDS_PER_ENTRY",
+    "EVALUATE_JOB_SECONDS",
+    "EVALUATE_SECONDS_PER_ENTRY",
+    "EVALUATE_SECONDS_PER_FOLD_ENTRY",
+    "shard_fixed_seconds",
     "AUTO_SHARD_SECONDS",
     "search_shard_count",
     "search_seconds",
