@@ -117,6 +117,7 @@ def _pair_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - compil
     # sums are dropped
     other = np.empty((dim, min(COST_TILE, m + -m % 8)))
     sums = np.empty((n, other.shape[1]))
+    spare = np.zeros((3, other.shape[1]))  # _tile_sums' sums of a group's filler rows
     for j0 in range(0, m, COST_TILE):
         j1 = min(j0 + COST_TILE, m)
         width = (j1 - j0) + -(j1 - j0) % 8
@@ -132,7 +133,7 @@ def _pair_costs(vectors, words_a, words_b, cosine):  # pragma: no cover - compil
             row = sums[i]
             for j in range(width):
                 row[j] = 0.0
-        _tile_sums(vectors, words_a, other, sums, width, cosine)
+        _tile_sums(vectors, words_a, other, sums, spare, width, cosine)
         # the finishing pass, in loops that vectorise (a select, not a branch and a
         # store, for the same word; indices that are never negative, so numba adds no
         # wraparound test). A Euclidean cost of a word to itself is 0 without the test.
@@ -156,40 +157,33 @@ COST_TILE = 128
 
 
 @numba.njit(nogil=True)
-def _tile_sums(vectors, words_a, other, sums, width, cosine):  # pragma: no cover
+def _tile_sums(vectors, words_a, other, sums, spare, width, cosine):  # pragma: no cover
     # sums[i, j] += each dimension's step in order k = 0, 1, ..., for the first `width`
-    # columns: four rows of a at a time (what is left two, then one), four dimensions per
-    # pass. Four rows take each loaded column of `other` into four sums: a block row's
-    # cost table of 120-word documents 0.090 ms a pair against 0.116 with two rows (3 % of
-    # such a pair's time; eight dimensions per pass or more rows were no faster). Every
-    # sum still runs k = 0, 1, ... by itself, so the bits do not depend on the grouping.
+    # columns: four rows of a at a time, four dimensions per pass; a last group of fewer
+    # rows is filled up with its first row again, whose extra sums go to `spare` [3,
+    # width] and are dropped. Four rows take each loaded column of `other` into four sums:
+    # a block row's cost table of 120-word documents 0.090 ms a pair against 0.116 with
+    # two rows (3 % of such a pair's time; eight dimensions per pass or more rows were no
+    # faster). Every sum still runs k = 0, 1, ... by itself, so the bits do not depend on
+    # the grouping.
     n = len(words_a)
-    four = n - n % 4
-    for i in range(0, four, 4):
-        _four_rows(vectors, words_a, other, sums, i, width, cosine)
-    i = four
-    if n - i >= 2:
-        _two_rows(vectors, words_a, other, sums, i, width, cosine)
-        i += 2
-    if i < n:
+    for i in range(0, n, 4):
+        last = min(n - i, 4)  # the rows of a in this group
         a = vectors[words_a[i]]
-        row_a = sums[i]
-        for k in range(vectors.shape[1]):
-            b = other[k]
-            for j in range(width):
-                row_a[j] = _step(row_a[j], a[k], b[j], cosine)
+        c = vectors[words_a[i + 1]] if last > 1 else a
+        e = vectors[words_a[i + 2]] if last > 2 else a
+        g = vectors[words_a[i + 3]] if last > 3 else a
+        row_c = sums[i + 1] if last > 1 else spare[0]
+        row_e = sums[i + 2] if last > 2 else spare[1]
+        row_g = sums[i + 3] if last > 3 else spare[2]
+        _four_rows(a, c, e, g, sums[i], row_c, row_e, row_g, other, width, cosine)
 
 
 @numba.njit(nogil=True)
-def _four_rows(vectors, words_a, other, sums, i, width, cosine):  # pragma: no cover
-    # _tile_sums for rows i .. i + 3 of a
-    dim = vectors.shape[1]
+def _four_rows(a, c, e, g, row_a, row_c, row_e, row_g, other, width, cosine):  # pragma: no cover
+    # _tile_sums for the vectors a, c, e, g into the rows of sums row_a .. row_g
+    dim = len(a)
     whole = dim - dim % 4
-    a = vectors[words_a[i]]
-    c = vectors[words_a[i + 1]]
-    e = vectors[words_a[i + 2]]
-    g = vectors[words_a[i + 3]]
-    row_a, row_c, row_e, row_g = sums[i], sums[i + 1], sums[i + 2], sums[i + 3]
     for k in range(0, whole, 4):
         a0, a1, a2, a3 = a[k], a[k + 1], a[k + 2], a[k + 3]
         c0, c1, c2, c3 = c[k], c[k + 1], c[k + 2], c[k + 3]
@@ -221,36 +215,6 @@ def _four_rows(vectors, words_a, other, sums, i, width, cosine):  # pragma: no c
             row_c[j] = _step(row_c[j], c[k], b[j], cosine)
             row_e[j] = _step(row_e[j], e[k], b[j], cosine)
             row_g[j] = _step(row_g[j], g[k], b[j], cosine)
-
-
-@numba.njit(nogil=True)
-def _two_rows(vectors, words_a, other, sums, i, width, cosine):  # pragma: no cover
-    # _tile_sums for rows i and i + 1 of a
-    dim = vectors.shape[1]
-    whole = dim - dim % 4
-    a = vectors[words_a[i]]
-    c = vectors[words_a[i + 1]]
-    row_a = sums[i]
-    row_c = sums[i + 1]
-    for k in range(0, whole, 4):
-        a0, a1, a2, a3 = a[k], a[k + 1], a[k + 2], a[k + 3]
-        c0, c1, c2, c3 = c[k], c[k + 1], c[k + 2], c[k + 3]
-        b0, b1, b2, b3 = other[k], other[k + 1], other[k + 2], other[k + 3]
-        for j in range(width):
-            x0, x1, x2, x3 = b0[j], b1[j], b2[j], b3[j]
-            t = _step(row_a[j], a0, x0, cosine)
-            t = _step(t, a1, x1, cosine)
-            t = _step(t, a2, x2, cosine)
-            row_a[j] = _step(t, a3, x3, cosine)
-            t = _step(row_c[j], c0, x0, cosine)
-            t = _step(t, c1, x1, cosine)
-            t = _step(t, c2, x2, cosine)
-            row_c[j] = _step(t, c3, x3, cosine)
-    for k in range(whole, dim):
-        b = other[k]
-        for j in range(width):
-            row_a[j] = _step(row_a[j], a[k], b[j], cosine)
-            row_c[j] = _step(row_c[j], c[k], b[j], cosine)
 
 
 @_kernel
