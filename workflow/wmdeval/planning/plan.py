@@ -251,31 +251,18 @@ def job_seconds(
         n_blocks = int(wildcards["block"].split("-of-")[1])
         seconds = block_seconds(inputs.get("documents"), n_blocks, planned, words)
         return seconds, True, "model"
-    if rule in EMBEDDING_RULES:
-        n = _documents(inputs.get("documents"), planned)
+    if rule in EMBEDDING_RULES + EVALUATE_RULES:
+        from .resources import document_rows
+
+        n = document_rows(inputs.get("documents"), planned)
         if n is None:
             return OTHER_JOB_SECONDS, False, "other"
-        return DENSE_JOB_SECONDS + DENSE_SECONDS_PER_ENTRY * n * n, False, "model"
-    if rule in EVALUATE_RULES:
-        n = _documents(inputs.get("documents"), planned)
-        if n is None:
-            return OTHER_JOB_SECONDS, False, "other"
-        per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * _folds(
-            inputs.get("splits"), folds
-        )
+        if rule in EMBEDDING_RULES:
+            return DENSE_JOB_SECONDS + DENSE_SECONDS_PER_ENTRY * n * n, False, "model"
+        fold_count = _folds(inputs.get("splits"), folds)
+        per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * fold_count
         return EVALUATE_JOB_SECONDS + per_entry * n * n, False, "model"
     return OTHER_JOB_SECONDS, False, "other"
-
-
-def _documents(documents_path, planned: int | None) -> int | None:
-    """Rows of a documents file once it exists, else the ``planned`` count (None if
-    unknown)."""
-    if documents_path:
-        try:
-            return pq.read_metadata(documents_path).num_rows
-        except (OSError, pa.ArrowInvalid):
-            pass  # absent (a dry run), or not Parquet: the job that reads it says which
-    return planned
 
 
 def _folds(splits_path, planned: int | None) -> int:

@@ -211,10 +211,13 @@ def forecast_resources(forecast_path, shard: str, attempt: int = 1) -> dict[str,
     return {"mem_mb": mem_mb * factor, "runtime": runtime * factor}
 
 
-def _n_documents(documents_path, planned: int | None = None) -> int | None:
-    """Rows of a documents file; before it exists (a dry run) or if not Parquet, the
-    documents ``planned`` for it (:func:`wmdeval.planning.modes.planned_documents`: from
-    the user's file), None if unknown."""
+def document_rows(documents_path, planned: int | None = None) -> int | None:
+    """Rows of a documents file; before it exists (a dry run), if not Parquet or not
+    given, the documents ``planned`` for it
+    (:func:`wmdeval.planning.modes.planned_documents`: from the user's file), None if
+    unknown."""
+    if not documents_path:
+        return planned
     try:
         return pq.read_metadata(documents_path).num_rows
     except (OSError, pa.ArrowInvalid):
@@ -226,7 +229,7 @@ def gather_mem_mb(documents_path, planned: int | None = None) -> int:
 
     Before the documents exist (a dry run), n is the ``planned`` count; 2000 if unknown.
     """
-    return _gather_mb(_n_documents(documents_path, planned))
+    return _gather_mb(document_rows(documents_path, planned))
 
 
 def _gather_mb(n: int | None) -> int:
@@ -240,7 +243,7 @@ def matrix_job_mem_mb(
     matrices plus a float64 working block: the gather job's memory (three matrices' worth)
     with one more matrix for each beyond two, and 2000 more, times ``attempt``. Before the
     documents exist, n is the ``planned`` count."""
-    n = _n_documents(documents_path, planned)
+    n = document_rows(documents_path, planned)
     extra = int(np.ceil(8 * (n or 0) ** 2 * max(n_matrices - 2, 0) / 1e6))
     return (_gather_mb(n) + extra + 2000) * attempt
 
@@ -258,7 +261,7 @@ def subset_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) 
     (a 300-document sample of 20 Newsgroups' 2.8 GB matrices: 1.0 GB peak,
     benchmarks/paper_scale.py). Before the documents exist, n is the ``planned`` count;
     2000 if unknown."""
-    n = _n_documents(documents_path, planned)
+    n = document_rows(documents_path, planned)
     if n is None:
         return 2000 * attempt
     return int(np.ceil(1000 + 4 * 8 * ROW_GROUP_VALUES / 1e6 + 2 * 8 * n * n / 1e6)) * attempt
@@ -270,7 +273,7 @@ def evaluate_mem_mb(documents_path, attempt: int = 1, planned: int | None = None
     training blocks are at most another such matrix: 2000 + 2 x 8 n^2 bytes, times
     ``attempt``. Before the documents exist, n is the ``planned`` count; 4000 if
     unknown."""
-    n = _n_documents(documents_path, planned)
+    n = document_rows(documents_path, planned)
     if n is None:
         return 4000 * attempt
     return int(np.ceil(2000 + 2 * 8 * n * n / 1e6)) * attempt
@@ -332,7 +335,7 @@ def embedding_matrix_mem_mb(
     (53,259 words; 8.9 GB declared). Doubled per retry; before the documents exist, from
     the ``planned`` count (PLANNED_BAND_VOCABULARY, PLANNED_VOCABULARY), 4000 if
     unknown."""
-    n = _n_documents(documents_path, planned)
+    n = document_rows(documents_path, planned)
     if n is None:
         return 4000 * attempt
     mb = 1500 + 1.2 * 8 * n * n / 1e6
@@ -371,7 +374,7 @@ def embedding_matrix_runtime(
 def embedding_matrix_seconds(documents_path, method: str, planned: int | None = None):
     """Expected CPU seconds of an ``embedding_matrix`` job (see
     :func:`embedding_matrix_runtime`); None if the documents are unknown."""
-    n = _n_documents(documents_path, planned)
+    n = document_rows(documents_path, planned)
     if n is None:
         return None
     seconds = 30.0 + 3e-7 * n * n  # the n x n matrix by bands (WCD, 20 Newsgroups: 53 s)
