@@ -235,8 +235,9 @@ def test_an_explicit_encoding_reads_the_table_as_its_utf8_copy(tmp_path):
 
 def planning_error(run: subprocess.CompletedProcess, expected: str) -> None:
     """The run stopped while planning with one line saying ``expected``, no traceback."""
-    errors = [line for line in run.stderr.splitlines() if line.startswith("wmdeval: config:")]
-    assert len(errors) == 1 and expected in errors[0], run.stderr[-3000:]
+    said = [line for line in run.stderr.splitlines() if line.startswith("wmdeval: ")]
+    assert len(said) == 1 and said[0].startswith("wmdeval: config: "), run.stderr[-3000:]
+    assert expected in said[0], run.stderr[-3000:]
     assert "Traceback" not in run.stderr
 
 

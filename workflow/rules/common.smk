@@ -139,15 +139,6 @@ def wmd_mode(dataset):
     return WMD_MODES[dataset][0]
 
 
-# Said once while planning (so in every dry run): which datasets solve full matrices.
-if DATASETS:
-    print(
-        "wmdeval: WMD mode per dataset: "
-        + ", ".join(f"{d}={mode} ({why})" for d, (mode, why) in WMD_MODES.items()),
-        file=sys.stderr,
-    )
-
-
 def names_regex(names):
     """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
     return "|".join(map(re.escape, names)) or "(?!)"
@@ -741,6 +732,16 @@ if workflow.is_main_process:
         check_planned_inputs()
     except WmdevalError as error:
         sys.exit(f"wmdeval: config: {error}")
+
+
+# Said once while planning (so in every dry run), once the input is known to be good:
+# which datasets solve full matrices.
+if DATASETS:
+    print(
+        "wmdeval: WMD mode per dataset: "
+        + ", ".join(f"{d}={mode} ({why})" for d, (mode, why) in WMD_MODES.items()),
+        file=sys.stderr,
+    )
 
 
 wildcard_constraints:
