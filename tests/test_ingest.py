@@ -246,3 +246,7 @@ def test_a_table_no_result_can_come_of_is_an_error_naming_it(tmp_path, content, 
     with pytest.raises(WmdevalError, match=message) as error:
         ingest.ingest(table_spec(path, **keys))
     assert str(path) in str(error.value)
+    # planning's check, without the tables, refuses it with the same line
+    with pytest.raises(WmdevalError) as planned:
+        ingest.check_texts(table_spec(path, **keys))
+    assert str(planned.value) == str(error.value)

@@ -384,44 +384,62 @@ def source_name(spec: dict) -> str:
     return spec["path"] if spec["format"] == "table" else f"bundled corpus {spec.get('source')!r}"
 
 
-def ingest(spec: dict) -> tuple[pa.Table, pa.Table]:
-    """A dataset spec (validated config entry) -> (DOCUMENTS, SPLITS).
-
-    A corpus no result could be meaningful for is an error naming its file: one label,
-    no word in any document after tokenising, or a fold with fewer than two training or
-    no test documents (kNN tunes k on a validation part of the training documents)."""
-    texts, labels, subsets = load_texts(spec)
+def check_corpus(
+    spec: dict, labels: Sequence[str], subsets: Sequence[str] | None, has_words: bool
+) -> None:
+    """Refuse, naming the dataset's file, a corpus no result could be meaningful for: one
+    label, no word in any document after tokenising (``has_words`` false), or a fold with
+    fewer than two training documents (kNN tunes k on a validation part of them) or no
+    test document."""
     source = source_name(spec)
-    stopwords = load_stopwords(spec["stopwords"])
-    bags = [Counter(tokenize(t, stopwords)) for t in texts]
     distinct = sorted(set(labels))
     if len(distinct) < 2:
         raise WmdevalError(
             f"{source}: column {spec.get('label_column', 'label')!r} holds one label"
             f" ({distinct[0]!r}) in all {len(labels)} rows; classification needs at least two"
         )
-    if not any(bags):
+    if not has_words:
         raise WmdevalError(
             f"{source}: no document has a word after tokenising (letters a-z, stop words"
             f" {spec['stopwords']!r} dropped) in column {spec.get('text_column', 'text')!r}"
         )
-    documents = documents_table(bags, labels)
     if subsets is not None:
         for subset, need in (("train", 2), ("test", 1)):
-            if subsets.count(subset) < need:
+            if list(subsets).count(subset) < need:
                 raise WmdevalError(
-                    f"{source}: column {spec['split_column']!r} has {subsets.count(subset)}"
-                    f" {subset} row(s); expected at least {need}"
+                    f"{source}: column {spec['split_column']!r} has"
+                    f" {list(subsets).count(subset)} {subset} row(s); expected at least {need}"
                 )
+        return
+    n_test = math.ceil(spec["test_size"] * len(labels))
+    if len(labels) - n_test < 2:
+        raise WmdevalError(
+            f"{source}: {len(labels)} document(s) with test_size {spec['test_size']} leave"
+            f" {len(labels) - n_test} for training; expected at least 2 (more rows, or a"
+            " smaller test_size)"
+        )
+
+
+def check_texts(spec: dict) -> None:
+    """What :func:`ingest` refuses, without building its tables: the whole table is read
+    and decoded, but texts are tokenised only up to the first with a word (20
+    Newsgroups' 31 MB table: 0.2 CPU-s, the whole ingest 4.7), for planning."""
+    texts, labels, subsets = load_texts(spec)
+    stopwords = load_stopwords(spec["stopwords"])
+    check_corpus(spec, labels, subsets, any(tokenize(t, stopwords) for t in texts))
+
+
+def ingest(spec: dict) -> tuple[pa.Table, pa.Table]:
+    """A dataset spec (validated config entry) -> (DOCUMENTS, SPLITS); a corpus
+    :func:`check_corpus` refuses is an error naming its file."""
+    texts, labels, subsets = load_texts(spec)
+    stopwords = load_stopwords(spec["stopwords"])
+    bags = [Counter(tokenize(t, stopwords)) for t in texts]
+    check_corpus(spec, labels, subsets, any(bags))
+    documents = documents_table(bags, labels)
+    if subsets is not None:
         splits = fixed_split(subsets)
     else:
-        n_test = math.ceil(spec["test_size"] * len(bags))
-        if len(bags) - n_test < 2:
-            raise WmdevalError(
-                f"{source}: {len(bags)} document(s) with test_size {spec['test_size']} leave"
-                f" {len(bags) - n_test} for training; expected at least 2 (more rows, or a"
-                " smaller test_size)"
-            )
         splits = random_splits(len(bags), spec["folds"], spec["test_size"], spec["split_seed"])
     return documents, splits
 

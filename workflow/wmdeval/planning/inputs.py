@@ -1,8 +1,8 @@
 """Bad input that planning can see, so that it stops the run before any job, in one line.
 
 ``workflow/rules/common.smk`` calls these while Snakemake plans the run, for the datasets
-of the run: a local text table is ingested as its job will ingest it (the result thrown
-away), so that an empty table, one label, a split without training or test rows, texts
+of the run: a local text table is read and checked as its ingest job will check it, so
+that an empty table, one label, a split without training or test rows, texts
 that are all stop words or a byte that is not text stop the run naming the user's file
 instead of failing in a later job under the name of an intermediate file; a PCA
 dimension above the dimension of the embeddings, when the file's header or the trained
@@ -27,9 +27,10 @@ _HEADED = ("word2vec-text", "word2vec-binary", "fasttext-vec")
 
 
 def check_texts(spec: Mapping) -> None:
-    """Ingest a dataset whose table is a local file (``path``, or a download already
-    there) as its ingest job will, raising its WmdevalError; nothing for a bundled corpus
-    or a file not there yet (its job checks it). Cached per version of the files."""
+    """Check a dataset whose table is a local file (``path``, or a download already
+    there) as its ingest job will (ingest/corpora.py, check_texts), raising its
+    WmdevalError; nothing for a bundled corpus or a file not there yet (its job checks
+    it). Cached per version of the files."""
     if spec.get("format") != "table" or not Path(spec.get("path", "")).is_file():
         return
     files = [spec["path"], str(spec.get("stopwords"))]
@@ -41,9 +42,9 @@ def check_texts(spec: Mapping) -> None:
 
 @functools.lru_cache(maxsize=16)
 def _ingested(spec_json: str, versions: tuple) -> None:
-    from ..ingest.corpora import ingest
+    from ..ingest.corpora import check_texts
 
-    ingest(json.loads(spec_json))
+    check_texts(json.loads(spec_json))
 
 
 def embedding_dimension(spec: Mapping, path: str) -> int | None:
