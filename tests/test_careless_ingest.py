@@ -383,8 +383,21 @@ DERIVED_PARAMS = """
         ingest = next(r for r in rules if r.name == "ingest")
         # the ingest input's function shares the Snakefile's globals with every rule's
         dataset_spec = ingest.input[0].__globals__["dataset_spec"]
+        print("ingest keys:", " ".join(ingest.input[0].__globals__["INGEST_KEYS"]))
         print("reader sees dataset_spec's config:", reads_config(dataset_spec, set()))
 """
+
+#: A dataset's keys that ingest does not read (the others must rerun it: INGEST_KEYS).
+NOT_INGESTED = {
+    "path",  # read: as the local file of `path` or `url` (ingest_spec), an input
+    "url",
+    "member",
+    "sha256",  # the download's
+    "normalize",  # kusner-mat's (ingest_kusner)
+    "embeddings",  # lookup_embeddings'
+    "vocabulary",  # filter_oov's
+    "wmd_mode",
+}
 
 
 @pytest.mark.parametrize("near", [False, True])
@@ -404,3 +417,9 @@ def test_no_config_value_reaches_a_job_through_a_derived_param(tmp_path, near):
         os.chdir(cwd)
     assert lines[-1] == "reader sees dataset_spec's config: True", lines
     assert not [line for line in lines if line.startswith("derived")], lines
+    # every dataset key of the schema is one ingest reads, or one it is known not to
+    from wmdeval.core.config import load_schema
+
+    ingest_keys = set(lines[-2].removeprefix("ingest keys: ").split())
+    keys = set(load_schema()["$defs"]["dataset"]["properties"])
+    assert ingest_keys | NOT_INGESTED == keys and not ingest_keys & NOT_INGESTED
