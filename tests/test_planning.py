@@ -187,14 +187,15 @@ def test_a_mat_files_documents_come_from_its_header(tmp_path, layout):
         x, bow = kusner_cells(n, rng)
         test = np.array([np.arange(f, n, 5) + 1 for f in range(5)], dtype=np.float64)
         train = np.array([np.setdiff1d(np.arange(1, n + 1), t) for t in test], dtype=np.float64)
-        fields = {"X": x, "BOW_X": bow, "Y": np.ones((1, n)), "TR": train, "TE": test}
+        labels = (np.arange(n) % 2 + 1.0)[None, :]  # two classes: one is refused by ingest
+        fields = {"X": x, "BOW_X": bow, "Y": labels, "TR": train, "TE": test}
     else:
         n_train, n_test = 1500, 600
         n = n_train + n_test
         fields = {}
         for part, size in (("tr", n_train), ("te", n_test)):
             fields[f"x{part}"], fields[f"BOW_x{part}"] = kusner_cells(size, rng)
-            fields[f"y{part}"] = np.ones((1, size))
+            fields[f"y{part}"] = (np.arange(size) % 2 + 1.0)[None, :]
     path = tmp_path / "mine.mat"
     savemat(path, fields)
     # the header agrees with what ingest reads from the whole file
