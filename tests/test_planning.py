@@ -400,3 +400,28 @@ def test_the_papers_corpora_are_planned_by_the_protocols_table():
     assert modes.planned_folds(table_spec) == 3
     assert modes.planned_folds({**table_spec, "split_column": "split"}) == 1
     assert modes.planned_folds({"format": "demo", "folds": 5}) == 5
+
+
+def test_the_embedding_dimension_planning_reads_from_a_files_first_line(tmp_path):
+    import gzip
+
+    from wmdeval.core.errors import WmdevalError
+    from wmdeval.planning.inputs import check_pca_dims, embedding_dimension
+
+    text = tmp_path / "vectors.txt"
+    text.write_text("2 3\nrocket 0.1 0.2 0.3\nbread 0.3 0.2 0.1\n")
+    glove = tmp_path / "glove.txt"
+    glove.write_text("rocket 0.1 0.2 0.3 0.4\nbread 0.3 0.2 0.1 0.0\n")
+    packed = tmp_path / "vectors.bin.gz"
+    packed.write_bytes(gzip.compress(b"2 5\n\x00\x01binary rows"))
+    assert embedding_dimension({"format": "word2vec-text"}, str(text)) == 3
+    assert embedding_dimension({"format": "glove"}, str(glove)) == 4
+    assert embedding_dimension({"format": "word2vec-binary"}, str(packed)) == 5
+    assert embedding_dimension({"format": "fasttext-vec"}, str(glove)) is None  # no header
+    assert embedding_dimension({"format": "glove"}, str(tmp_path / "absent.txt")) is None
+    trained = {"format": "train-word2vec", "vector_size": 50}
+    assert embedding_dimension(trained, "resources/embeddings/x.vec") == 50
+    check_pca_dims([2, 3], 3, "embeddings.w")
+    check_pca_dims([400], None, "embeddings.w")  # unknown: its job checks
+    with pytest.raises(WmdevalError, match="pca_dims: 4 is above the 3 dimensions of emb"):
+        check_pca_dims([2, 4], 3, "embeddings.w")

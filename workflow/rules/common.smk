@@ -487,7 +487,7 @@ else:
         return ""
 
 
-def test_pair_splits(path):
+def skipped_pair_splits(path):
     """The splits input of WMD's block and gather jobs, {"splits": path}, when
     wmd.skip_test_pairs leaves a one-fold dataset's test x test pairs unsolved (the
     splits say which); {} otherwise, so that changing the key reruns them."""
@@ -702,8 +702,8 @@ DOWNLOADS = downloads()
 
 # Bad input planning can see stops the run here, in one line naming the file or key
 # (wmdeval/planning/inputs.py): each local table of the run (and of the datasets its
-# trained embeddings train on) ingested as its job will ingest it, a PCA dimension above
-# the embeddings', a callable method's module that is nowhere.
+# trained embeddings train on) read and checked as its ingest job will check it, a PCA
+# dimension above the embeddings', a callable method's module that is nowhere.
 def check_planned_inputs():
     checked = set()
     for d in DATASETS:

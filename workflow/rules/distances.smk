@@ -19,7 +19,7 @@
 
 rule wmd_block:
     input:
-        **test_pair_splits("results/{dataset}/{variant}/splits.parquet"),
+        **skipped_pair_splits("results/{dataset}/{variant}/splits.parquet"),
         documents="results/{dataset}/{variant}/documents.parquet",
         embeddings=wmd_embeddings,
     output:
@@ -53,7 +53,7 @@ rule wmd_block:
 
 rule wmd_gather:
     input:
-        **test_pair_splits("results/{dataset}/{variant}/splits.parquet"),
+        **skipped_pair_splits("results/{dataset}/{variant}/splits.parquet"),
         documents="results/{dataset}/{variant}/documents.parquet",
         blocks=expand(
             "results/{{dataset}}/{{variant}}/wmd_blocks/{{method}}/{block}.parquet",
@@ -341,7 +341,7 @@ rule sample_variant:
 
 use rule wmd_block as wmd_sample_block with:
     input:
-        **test_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
+        **skipped_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
         documents="results/{dataset}/{variant}/sample/documents.parquet",
         embeddings=wmd_embeddings,
     output:
@@ -354,7 +354,7 @@ use rule wmd_block as wmd_sample_block with:
 
 use rule wmd_gather as wmd_sample_gather with:
     input:
-        **test_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
+        **skipped_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
         documents="results/{dataset}/{variant}/sample/documents.parquet",
         blocks=expand(
             "results/{{dataset}}/{{variant}}/sample/wmd_blocks/{{method}}/{block}.parquet",
