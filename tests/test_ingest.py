@@ -124,7 +124,9 @@ def test_random_splits_are_sklearns_train_test_split_with_the_folds_seeds():
 
 def test_table_source_with_split_column(tmp_path):
     path = tmp_path / "corpus.tsv"
-    path.write_text("text\tlabel\tsplit\nGood film\tpos\ttrain\nBad film\tneg\ttest\n")
+    path.write_text(
+        "text\tlabel\tsplit\nGood film\tpos\ttrain\nBad film\tneg\ttest\nDull plot\tneg\ttrain\n"
+    )
     spec = {
         "format": "table",
         "path": str(path),
@@ -137,9 +139,10 @@ def test_table_source_with_split_column(tmp_path):
         "split_seed": 0,
     }
     docs, splits = ingest.ingest(spec)
-    assert docs.column("words").to_pylist() == [["film", "good"], ["bad", "film"]]
+    assert docs.column("words").to_pylist() == [["film", "good"], ["bad", "film"], ["dull", "plot"]]
     assert splits.to_pylist() == [
         {"fold": 0, "doc_id": 0, "subset": "train"},
+        {"fold": 0, "doc_id": 2, "subset": "train"},
         {"fold": 0, "doc_id": 1, "subset": "test"},
     ]
 
@@ -165,3 +168,85 @@ def test_numeric_labels_get_codes_in_numeric_order():
     assert label_order(["b", "10", "a"]) == ["10", "a", "b"]  # not all numbers: by text
     table = documents_table([Counter({"w": 1})] * 3, ["10", "2", "1"])
     assert table.column("y").to_pylist() == [2, 1, 0]
+
+
+def table_spec(path, **keys):
+    return {
+        "format": "table",
+        "path": str(path),
+        "text_column": "text",
+        "label_column": "label",
+        "stopwords": "kusner115",
+        "folds": 2,
+        "test_size": 0.3,
+        "split_seed": 0,
+        **keys,
+    }
+
+
+def test_text_is_utf8_unless_an_encoding_is_given(tmp_path):
+    path = tmp_path / "corpus.tsv"
+    path.write_bytes("text\tlabel\nrocket launch\tspace\ncrème brûlée\tfood\n".encode("latin-1"))
+    with pytest.raises(WmdevalError, match=r"corpus\.tsv: line 3: byte b'\\xe8' is not utf-8"):
+        ingest.read_text_table(path, "text", "label", None)
+    texts, labels, _ = ingest.read_text_table(path, "text", "label", None, "latin-1")
+    assert texts == ["rocket launch", "crème brûlée"] and labels == ["space", "food"]
+    with pytest.raises(WmdevalError, match="unknown encoding 'nope'"):
+        ingest.read_text_table(path, "text", "label", None, "nope")
+
+
+def test_a_binary_parquet_column_is_decoded_never_str_of_bytes(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "corpus.parquet"
+    texts = ["crème".encode("latin-1"), b"plain"]
+    pq.write_table(pa.table({"text": pa.array(texts, pa.binary()), "label": ["a", "b"]}), path)
+    assert ingest.read_text_table(path, "text", "label", None, "latin-1")[0] == ["crème", "plain"]
+    with pytest.raises(WmdevalError, match=r"corpus\.parquet: row 1: column 'text' is not utf-8"):
+        ingest.read_text_table(path, "text", "label", None)
+
+
+def test_labels_lose_surrounding_whitespace(tmp_path):
+    path = tmp_path / "corpus.csv"
+    path.write_text('text,label\nrocket,space\nbread," food "\nsoup,food\n')
+    assert ingest.read_text_table(path, "text", "label", None)[1] == ["space", "food", "food"]
+    path.write_text('text,label\nrocket,space\nbread,"  "\n')
+    with pytest.raises(WmdevalError, match=r"corpus\.csv: row 2: empty 'label'"):
+        ingest.read_text_table(path, "text", "label", None)
+
+
+@pytest.mark.parametrize(
+    ("content", "keys", "message"),
+    [
+        ("text,label\n", {}, r"corpus\.csv: no rows"),
+        ("text,text,label\na,b,c\n", {}, r"column 'text' appears 2 times in the header"),
+        ("text,label\nrocket,a\nbread,a\nsoup,a\n", {}, r"holds one label \('a'\) in all 3"),
+        ("text,label\nthe,a\nand,b\nof,a\n", {}, "no document has a word after tokenising"),
+        (
+            "text,label,split\nrocket,a,test\nbread,b,test\nsoup,a,train\n",
+            {"split_column": "split"},
+            "column 'split' has 1 train row",
+        ),
+        (
+            "text,label,split\nrocket,a,train\nbread,b,train\n",
+            {"split_column": "split"},
+            "column 'split' has 0 test row",
+        ),
+        (
+            "text,label\nrocket,a\nbread,b\n",
+            {"test_size": 0.5},
+            "2 document\\(s\\) with test_size 0.5 leave 1 for training",
+        ),
+    ],
+)
+def test_a_table_no_result_can_come_of_is_an_error_naming_it(tmp_path, content, keys, message):
+    path = tmp_path / "corpus.csv"
+    path.write_text(content)
+    with pytest.raises(WmdevalError, match=message) as error:
+        ingest.ingest(table_spec(path, **keys))
+    assert str(path) in str(error.value)
+    # planning's check, without the tables, refuses it with the same line
+    with pytest.raises(WmdevalError) as planned:
+        ingest.check_texts(table_spec(path, **keys))
+    assert str(planned.value) == str(error.value)

@@ -276,6 +276,18 @@ CASES = {
             r"field 'Y' has 2 labels for 5 documents",
         )
     ),
+    "one label": (
+        lambda: (
+            five_fold_fields(Y=np.full((1, 5), 2.0)),
+            r"field 'Y' holds one label \(2\) for all 5 documents",
+        )
+    ),
+    "one training document": (
+        lambda: (
+            one_fold_fields([(1, [("apple", 1)])], [(2, [("date", 1)]), (1, [("apple", 2)])]),
+            r"fold 0 has 1 training and 2 test document\(s\); expected at least 2 and 1",
+        )
+    ),
 }
 
 

@@ -187,14 +187,15 @@ def test_a_mat_files_documents_come_from_its_header(tmp_path, layout):
         x, bow = kusner_cells(n, rng)
         test = np.array([np.arange(f, n, 5) + 1 for f in range(5)], dtype=np.float64)
         train = np.array([np.setdiff1d(np.arange(1, n + 1), t) for t in test], dtype=np.float64)
-        fields = {"X": x, "BOW_X": bow, "Y": np.ones((1, n)), "TR": train, "TE": test}
+        labels = (np.arange(n) % 2 + 1.0)[None, :]  # two classes: one is refused by ingest
+        fields = {"X": x, "BOW_X": bow, "Y": labels, "TR": train, "TE": test}
     else:
         n_train, n_test = 1500, 600
         n = n_train + n_test
         fields = {}
         for part, size in (("tr", n_train), ("te", n_test)):
             fields[f"x{part}"], fields[f"BOW_x{part}"] = kusner_cells(size, rng)
-            fields[f"y{part}"] = np.ones((1, size))
+            fields[f"y{part}"] = (np.arange(size) % 2 + 1.0)[None, :]
     path = tmp_path / "mine.mat"
     savemat(path, fields)
     # the header agrees with what ingest reads from the whole file
@@ -399,3 +400,28 @@ def test_the_papers_corpora_are_planned_by_the_protocols_table():
     assert modes.planned_folds(table_spec) == 3
     assert modes.planned_folds({**table_spec, "split_column": "split"}) == 1
     assert modes.planned_folds({"format": "demo", "folds": 5}) == 5
+
+
+def test_the_embedding_dimension_planning_reads_from_a_files_first_line(tmp_path):
+    import gzip
+
+    from wmdeval.core.errors import WmdevalError
+    from wmdeval.planning.inputs import check_pca_dims, embedding_dimension
+
+    text = tmp_path / "vectors.txt"
+    text.write_text("2 3\nrocket 0.1 0.2 0.3\nbread 0.3 0.2 0.1\n")
+    glove = tmp_path / "glove.txt"
+    glove.write_text("rocket 0.1 0.2 0.3 0.4\nbread 0.3 0.2 0.1 0.0\n")
+    packed = tmp_path / "vectors.bin.gz"
+    packed.write_bytes(gzip.compress(b"2 5\n\x00\x01binary rows"))
+    assert embedding_dimension({"format": "word2vec-text"}, str(text)) == 3
+    assert embedding_dimension({"format": "glove"}, str(glove)) == 4
+    assert embedding_dimension({"format": "word2vec-binary"}, str(packed)) == 5
+    assert embedding_dimension({"format": "fasttext-vec"}, str(glove)) is None  # no header
+    assert embedding_dimension({"format": "glove"}, str(tmp_path / "absent.txt")) is None
+    trained = {"format": "train-word2vec", "vector_size": 50}
+    assert embedding_dimension(trained, "resources/embeddings/x.vec") == 50
+    check_pca_dims([2, 3], 3, "embeddings.w")
+    check_pca_dims([400], None, "embeddings.w")  # unknown: its job checks
+    with pytest.raises(WmdevalError, match="pca_dims: 4 is above the 3 dimensions of emb"):
+        check_pca_dims([2, 4], 3, "embeddings.w")

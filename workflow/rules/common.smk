@@ -23,6 +23,12 @@ from wmdeval.core.methods import (
     pca_method_name,
 )
 from wmdeval.planning.environment import job_environment
+from wmdeval.planning.inputs import (
+    check_callable_module,
+    check_pca_dims,
+    check_texts,
+    embedding_dimension,
+)
 from wmdeval.planning.plan import (
     OTHER_JOB_SECONDS as PLAN_OTHER_SECONDS,
     job_name,
@@ -133,15 +139,6 @@ def wmd_mode(dataset):
     return WMD_MODES[dataset][0]
 
 
-# Said once while planning (so in every dry run): which datasets solve full matrices.
-if DATASETS:
-    print(
-        "wmdeval: WMD mode per dataset: "
-        + ", ".join(f"{d}={mode} ({why})" for d, (mode, why) in WMD_MODES.items()),
-        file=sys.stderr,
-    )
-
-
 def names_regex(names):
     """A wildcard constraint matching exactly these names ("(?!)" matches nothing)."""
     return "|".join(map(re.escape, names)) or "(?!)"
@@ -162,12 +159,35 @@ def dataset_spec(wildcards):
     return config["datasets"][wildcards.dataset]
 
 
+# What decides a job's outputs must be what Snakemake compares with its record of the
+# last run, or a change would leave stale outputs ("Nothing to be done"): its input
+# files, and its params. Snakemake records only the params that are values or functions
+# of `wildcards` alone: one whose function takes `input`, `output`, `threads` or
+# `resources` it calls derived and leaves out of the record (snakemake/rules.py,
+# _is_deriving_function). So a config value never reaches a job through such a
+# function: it is a param of wildcards alone (the dataset's ingest spec below), or it
+# decides which files the job has (optional_file below: an input's change is seen).
+# tests/test_careless_ingest.py holds every rule to this.
+
+
+def optional_file(option, name):
+    """A derived param: ``option`` and the job's input (or output) file ``name``, or ""
+    when the config gave the job no such file."""
+
+    def argument(wildcards, input, output):
+        for files in (input, output):
+            if name in files.keys():
+                return f"{option} {files[name]}"
+        return ""
+
+    return argument
+
+
 # The keys that change what ingest reads; others (e.g. `vocabulary`) must not make
 # Snakemake rerun ingest and everything after it.
 INGEST_KEYS = (
     "format",
     "source",
-    "path",
     "text_column",
     "label_column",
     "split_column",
@@ -175,11 +195,26 @@ INGEST_KEYS = (
     "folds",
     "test_size",
     "split_seed",
+    "encoding",
 )
 
 
 def ingest_spec(spec):
-    return {key: spec[key] for key in INGEST_KEYS if key in spec}
+    """The part of a raw-text dataset's entry that decides its ingest outputs (its
+    INGEST_KEYS, and `path`: the local file, a download's too), for the ingest job (a
+    param of wildcards alone, so recorded) and the corpora of trained embeddings."""
+    found = {key: spec[key] for key in INGEST_KEYS if key in spec}
+    if "path" in spec or "url" in spec:
+        found["path"] = source_file(spec)
+    return found
+
+
+def text_files(spec):
+    """The local files a raw-text dataset's ingest reads: its table and stop-word list."""
+    stopwords = wmdeval_config.stopword_file(spec)
+    return ([source_file(spec)] if "path" in spec or "url" in spec else []) + (
+        [stopwords] if stopwords else []
+    )
 
 
 def source_file(spec):
@@ -435,6 +470,30 @@ def wmd_embeddings(wildcards):
     return f"results/{wildcards.dataset}/vectors/embeddings.parquet"
 
 
+# The optional report of near duplicates (duplicates.near): with it on, the duplicates
+# job's --near argument is a param of wildcards alone, so that Snakemake records its
+# max_l1; with it off, a derived param of "" (none recorded, as before the report had
+# a key of its own), so that a directory of finished results reruns nothing.
+NEAR_DUPLICATES = "results/{dataset}/duplicates/near.parquet"
+if config["duplicates"]["near"]["enabled"]:
+
+    def near_duplicates_argument(wildcards):
+        near = NEAR_DUPLICATES.format(dataset=wildcards.dataset)
+        return f"--near {near} --near-max-l1 {config['duplicates']['near']['max_l1']}"
+
+else:
+
+    def near_duplicates_argument(wildcards, output):
+        return ""
+
+
+def skipped_pair_splits(path):
+    """The splits input of WMD's block and gather jobs, {"splits": path}, when
+    wmd.skip_test_pairs leaves a one-fold dataset's test x test pairs unsolved (the
+    splits say which); {} otherwise, so that changing the key reruns them."""
+    return {"splits": path} if config["wmd"]["skip_test_pairs"] else {}
+
+
 # The stored WMD work units of every matrix: "1-of-N" .. "N-of-N". Their names (and so the
 # files) depend only on config, never on how many jobs solve them, so a run with another
 # --cores or job grouping finds every finished block. The count is known when planning:
@@ -641,6 +700,50 @@ TEXT_DATASETS = [name for name in config["datasets"] if name not in KUSNER_DATAS
 DOWNLOADS = downloads()
 
 
+# Bad input planning can see stops the run here, in one line naming the file or key
+# (wmdeval/planning/inputs.py): each local table of the run (and of the datasets its
+# trained embeddings train on) read and checked as its ingest job will check it, a PCA
+# dimension above the embeddings', a callable method's module that is nowhere.
+def check_planned_inputs():
+    checked = set()
+    for d in DATASETS:
+        embedding = config["datasets"][d].get("embeddings")
+        trained = config["embeddings"][embedding] if embedding else {}
+        for name in [d, *trained.get("train_on", [])]:
+            if name not in checked and name in TEXT_DATASETS:
+                checked.add(name)
+                try:
+                    check_texts(ingest_spec(config["datasets"][name]))
+                except WmdevalError as error:
+                    raise WmdevalError(f"datasets.{name}: {error}") from None
+        if embedding:
+            dimension = embedding_dimension(trained, embedding_file(embedding))
+            check_pca_dims(PCA_DIMS, dimension, f"embeddings.{embedding}")
+    for name, spec in CALLABLE_METHODS.items():
+        try:
+            check_callable_module(spec["function"])
+        except WmdevalError as error:
+            raise WmdevalError(f"methods.callables.{name}.function: {error}") from None
+
+
+# (in the main process only: a cluster job parses this file again on its node)
+if workflow.is_main_process:
+    try:
+        check_planned_inputs()
+    except WmdevalError as error:
+        sys.exit(f"wmdeval: config: {error}")
+
+
+# Said once while planning (so in every dry run), once the input is known to be good:
+# which datasets solve full matrices.
+if DATASETS:
+    print(
+        "wmdeval: WMD mode per dataset: "
+        + ", ".join(f"{d}={mode} ({why})" for d, (mode, why) in WMD_MODES.items()),
+        file=sys.stderr,
+    )
+
+
 wildcard_constraints:
     # Only embeddings the workflow trains itself are outputs; "(?!)" matches nothing.
     trained=names_regex(TRAINED_EMBEDDINGS),
@@ -658,9 +761,17 @@ wildcard_constraints:
 
 
 def text_source_inputs(wildcards):
-    """The file a raw-text dataset reads (none for the corpora bundled with gensim)."""
-    spec = dataset_spec(wildcards)
-    return [source_file(spec)] if "path" in spec or "url" in spec else []
+    """The files a raw-text dataset's ingest reads (text_files; none for a corpus bundled
+    with gensim and a bundled stop-word list)."""
+    return text_files(dataset_spec(wildcards))
+
+
+def trained_embedding_inputs(wildcards):
+    """The files of the datasets a trained embedding trains on (text_files)."""
+    spec = config["embeddings"][wildcards.trained]
+    return sorted(
+        {f for d in spec["train_on"] for f in text_files(config["datasets"][d])}
+    )
 
 
 def allwords_variant_inputs(wildcards):

@@ -19,8 +19,8 @@
 
 rule wmd_block:
     input:
+        **skipped_pair_splits("results/{dataset}/{variant}/splits.parquet"),
         documents="results/{dataset}/{variant}/documents.parquet",
-        splits="results/{dataset}/{variant}/splits.parquet",
         embeddings=wmd_embeddings,
     output:
         "results/{dataset}/{variant}/wmd_blocks/{method}/{block}.parquet",
@@ -44,9 +44,7 @@ rule wmd_block:
         )["runtime"],
     params:
         weighting=transport_weighting,
-        splits=lambda wildcards, input: (
-            f"--splits {input.splits}" if config["wmd"]["skip_test_pairs"] else ""
-        ),
+        splits=optional_file("--splits", "splits"),
     shell:
         "wmdeval wmd-block --documents {input.documents} --embeddings {input.embeddings}"
         " {params.splits} --weighting {params.weighting} --block {wildcards.block}"
@@ -55,8 +53,8 @@ rule wmd_block:
 
 rule wmd_gather:
     input:
+        **skipped_pair_splits("results/{dataset}/{variant}/splits.parquet"),
         documents="results/{dataset}/{variant}/documents.parquet",
-        splits="results/{dataset}/{variant}/splits.parquet",
         blocks=expand(
             "results/{{dataset}}/{{variant}}/wmd_blocks/{{method}}/{block}.parquet",
             block=WMD_BLOCKS,
@@ -76,9 +74,7 @@ rule wmd_gather:
         runtime=30,
     params:
         name=lambda wildcards: method_by_slug(wildcards.method).name,
-        splits=lambda wildcards, input: (
-            f"--splits {input.splits}" if config["wmd"]["skip_test_pairs"] else ""
-        ),
+        splits=optional_file("--splits", "splits"),
     shell:
         "wmdeval wmd-gather --documents {input.documents} --blocks {input.blocks}"
         " {params.splits} --method {params.name:q} --out {output} 2> {log}"
@@ -345,8 +341,8 @@ rule sample_variant:
 
 use rule wmd_block as wmd_sample_block with:
     input:
+        **skipped_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
         documents="results/{dataset}/{variant}/sample/documents.parquet",
-        splits="results/{dataset}/{variant}/sample/splits.parquet",
         embeddings=wmd_embeddings,
     output:
         "results/{dataset}/{variant}/sample/wmd_blocks/{method}/{block}.parquet",
@@ -358,8 +354,8 @@ use rule wmd_block as wmd_sample_block with:
 
 use rule wmd_gather as wmd_sample_gather with:
     input:
+        **skipped_pair_splits("results/{dataset}/{variant}/sample/splits.parquet"),
         documents="results/{dataset}/{variant}/sample/documents.parquet",
-        splits="results/{dataset}/{variant}/sample/splits.parquet",
         blocks=expand(
             "results/{{dataset}}/{{variant}}/sample/wmd_blocks/{{method}}/{block}.parquet",
             block=["1-of-1"],

@@ -7,11 +7,7 @@ rule duplicates:
         documents="results/{dataset}/ingest/documents.parquet",
         splits="results/{dataset}/ingest/splits.parquet",
     output:
-        **(
-            {"near": "results/{dataset}/duplicates/near.parquet"}
-            if config["duplicates"]["near"]["enabled"]
-            else {}
-        ),
+        **({"near": NEAR_DUPLICATES} if config["duplicates"]["near"]["enabled"] else {}),
         groups="results/{dataset}/duplicates/groups.parquet",
         summary="results/{dataset}/duplicates/summary.parquet",
         kept="results/{dataset}/duplicates/kept.parquet",
@@ -27,11 +23,7 @@ rule duplicates:
         runtime=30,
     params:
         seed=config["duplicates"]["seed"],
-        near=lambda wildcards, output: (
-            f"--near {output.near} --near-max-l1 {config['duplicates']['near']['max_l1']}"
-            if "near" in output.keys()
-            else ""
-        ),
+        near=near_duplicates_argument,
     shell:
         "wmdeval duplicates --documents {input.documents} --splits {input.splits}"
         " --dataset {wildcards.dataset} --seed {params.seed} --groups {output.groups}"

@@ -21,12 +21,8 @@ rule ingest:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=lambda wildcards, input: spec_json(
-            {
-                **ingest_spec(dataset_spec(wildcards)),
-                **({"path": input[0]} if input else {}),
-            }
-        ),
+        # wildcards alone: Snakemake records it, so a changed key reruns ingest (common.smk)
+        spec=lambda wildcards: spec_json(ingest_spec(dataset_spec(wildcards))),
     shell:
         "wmdeval ingest --spec {params.spec:q} --documents {output.documents}"
         " --splits {output.splits} 2> {log}"
@@ -63,6 +59,8 @@ rule ingest_kusner:
 
 
 rule train_embeddings:
+    input:
+        trained_embedding_inputs,
     output:
         "resources/embeddings/{trained}.vec",
     log:

@@ -294,6 +294,15 @@ def selected_datasets(config: dict[str, Any]) -> list[str]:
 _NAMED_STOPWORDS = ("kusner115", "none")
 
 
+def stopword_file(spec: dict[str, Any]) -> str | None:
+    """The stop-word file a dataset's entry names (``stopwords:`` other than a bundled
+    list or none), else None."""
+    stopwords = spec.get("stopwords")
+    if isinstance(stopwords, str) and stopwords not in _NAMED_STOPWORDS:
+        return stopwords
+    return None
+
+
 def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
     """(config key, path) of every local file the selected datasets read: their
     ``path``, a stop-word file, and the ``path`` of their embeddings (or, for embeddings
@@ -311,8 +320,8 @@ def local_files(config: dict[str, Any]) -> list[tuple[str, str]]:
         spec = datasets[name]
         if "path" in spec:
             found.setdefault(f"datasets.{name}.path", spec["path"])
-        stopwords = spec.get("stopwords")
-        if isinstance(stopwords, str) and stopwords not in _NAMED_STOPWORDS:
+        stopwords = stopword_file(spec)
+        if stopwords is not None:
             found.setdefault(f"datasets.{name}.stopwords", stopwords)
 
     methods = config.get("methods") or {}

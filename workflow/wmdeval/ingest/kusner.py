@@ -525,6 +525,26 @@ def _split_sizes(splits: pa.Table) -> tuple[list[int], list[int]]:
     return train, test
 
 
+def _check_classes(
+    labels: list[str], train_sizes: list[int], test_sizes: list[int], layout: str, path: Path
+) -> None:
+    """One label, or a fold with fewer than two training documents (kNN tunes k on a
+    validation part of them) or no test document, is an error: no result would mean
+    anything."""
+    if len(set(labels)) < 2:
+        fields = "'Y'" if layout == "five-fold" else "'ytr' and 'yte'"
+        raise WmdevalError(
+            f"{path}: field {fields} holds one label ({labels[0]}) for all {len(labels)}"
+            " documents; classification needs at least two"
+        )
+    for fold, (n_train, n_test) in enumerate(zip(train_sizes, test_sizes, strict=True)):
+        if n_train < 2 or n_test < 1:
+            raise WmdevalError(
+                f"{path}: fold {fold} has {n_train} training and {n_test} test document(s);"
+                " expected at least 2 and 1"
+            )
+
+
 # ------------------------------------------------------------------------------ entry
 def read_kusner_mat(path) -> KusnerData:
     """Parse and validate a Kusner et al. .mat file (either layout)."""
@@ -541,6 +561,8 @@ def read_kusner_mat(path) -> KusnerData:
     if not by_strings:
         note = f"{note}; words identified by their vectors"
 
+    train_sizes, test_sizes = _split_sizes(splits)
+    _check_classes(labels, train_sizes, test_sizes, layout, path)
     dim, stored_dtype = _dimension(sources, path)
     vocabulary = _Vocabulary(by_strings, path)
     bags, merged = _bags(sources, vocabulary, dim, path)
@@ -551,7 +573,6 @@ def read_kusner_mat(path) -> KusnerData:
     vectors = vocabulary.matrix(dim)[order]
     norms = np.linalg.norm(vectors, axis=1)
     empty = [doc_id for doc_id, bag in enumerate(bags) if not bag]
-    train_sizes, test_sizes = _split_sizes(splits)
     report = {
         "layout": layout,
         "documents": len(bags),
