@@ -38,6 +38,7 @@ from wmdeval.planning.wall import (
     wall_summary as plan_wall_summary,
 )
 from wmdeval.planning.modes import (
+    check_blocks,
     dataset_mode,
     planned_documents,
     planned_folds,
@@ -114,6 +115,11 @@ try:
     PLANNED_WORDS = {d: planned_words(config["datasets"][d]) for d in DATASETS}
     # and folds (the expected time of evaluate jobs before their splits exist)
     PLANNED_FOLDS = {d: planned_folds(config["datasets"][d]) for d in DATASETS}
+    # no more WMD blocks (jobs) than documents in a dataset of full matrices
+    check_blocks(
+        config["wmd"]["blocks"],
+        {d: PLANNED_DOCUMENTS[d] for d in DATASETS if WMD_MODES[d][0] == "full"},
+    )
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
