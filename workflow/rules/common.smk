@@ -907,3 +907,26 @@ for _handler in list(_snakemake_log.handlers):
     if type(_handler).__name__ == "PlanWall":
         _snakemake_log.removeHandler(_handler)
 _snakemake_log.addHandler(PlanWall())
+
+
+def result_warnings():
+    """Said at the end of a successful run (Snakefile `onsuccess`): the results that
+    mean little, each in one line, from the variants' splits this run left (the same
+    lines the evaluate jobs' logs hold): k of kNN or wkNN above the training documents.
+    """
+    from wmdeval.core.io import read_splits
+    from wmdeval.core.roles import k_above_training
+
+    for d in DATASETS:
+        for v in VARIANTS:
+            path = f"results/{d}/{v}/splits.parquet"
+            if not os.path.exists(path):
+                continue
+            folds = read_splits(path).to_pydict()
+            sizes = {}
+            for fold, subset in zip(folds["fold"], folds["subset"]):
+                sizes[fold] = sizes.get(fold, 0) + (subset == "train")
+            for line in k_above_training(
+                list(sizes.values()), config["evaluation"], f"{d}/{v}"
+            ):
+                print(f"wmdeval: warning: {line}", file=sys.stderr)
