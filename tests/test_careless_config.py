@@ -462,10 +462,11 @@ def test_a_vocabulary_that_empties_every_document_stops_at_the_filter(tmp_path):
     assert run.returncode == 1
     log = (workdir / "results" / "logs" / "toy" / "filter_oov.log").read_text()
     errors = [line for line in log.splitlines() if "error:" in line]
+    # the corpus's 26 distinct words (21 of the topics, 5 shared) all have a vector
     assert errors == [
         "wmdeval filter-oov: error: dataset 'toy': datasets.toy.vocabulary (min_df: 1000, "
         "max_words_per_doc: null) leaves every one of its 42 documents without words (each "
-        "of its 24 distinct words with an embedding occurs in fewer than 1000 documents); "
+        "of its 26 distinct words with an embedding occurs in fewer than 1000 documents); "
         "lower min_df"
     ], log
     assert "Traceback" not in log
@@ -477,14 +478,14 @@ def test_a_vocabulary_that_empties_every_document_stops_at_the_filter(tmp_path):
 @e2e
 def test_k_above_training_reaches_the_terminal_and_one_fold_nan_is_not_warned(tmp_path):
     """A one-fold table (31 training documents, 24 after kNN's validation split) with k
-    up to 100: the scores are written, and the end of the run says which k are above the
-    training documents; the evaluate log says it too and no longer warns of the test x
-    test pairs WMD skips."""
+    up to 100: the scores and tables are written, and the end of the run says which k
+    are above the training documents; the evaluate log and the tables' Markdown say it
+    too, and the log no longer warns of the test x test pairs WMD skips."""
     workdir = workflow_dir(tmp_path, split=True)
     config = toy_config(split_column="split")
     config["evaluation"] = {"knn": {"k": [1, 3, 100]}}
     config["methods"] = {"builtin": [m.slug for m in METHODS]}  # the paper's 14
-    run = snakemake(workdir, config, "results/toy/original/scores.parquet")
+    run = snakemake(workdir, config, "results/tables/table2.md")
     assert run.returncode == 0, run.stderr[-3000:]
     said = (
         "toy/original: evaluation.knn.k: 100 above the 24 training documents it is tuned "
@@ -498,3 +499,7 @@ def test_k_above_training_reaches_the_terminal_and_one_fold_nan_is_not_warned(tm
     assert "outside the rows" not in log
     scores = pq.read_table(workdir / "results" / "toy" / "original" / "scores.parquet")
     assert scores.num_rows > 0
+    # and under every table of the report
+    for table in ("table2", "table3", "table6"):
+        markdown = (workdir / "results" / "tables" / f"{table}.md").read_text()
+        assert f"**Warning**: {said}" in markdown, table

@@ -13,6 +13,7 @@ from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
 from wmdeval.core.errors import WmdevalError
 from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
+from wmdeval.reporting.tables import k_warnings as table_k_warnings
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
@@ -911,22 +912,13 @@ _snakemake_log.addHandler(PlanWall())
 
 def result_warnings():
     """Said at the end of a successful run (Snakefile `onsuccess`): the results that
-    mean little, each in one line, from the variants' splits this run left (the same
-    lines the evaluate jobs' logs hold): k of kNN or wkNN above the training documents.
-    """
-    from wmdeval.core.io import read_splits
-    from wmdeval.core.roles import k_above_training
-
-    for d in DATASETS:
-        for v in VARIANTS:
-            path = f"results/{d}/{v}/splits.parquet"
-            if not os.path.exists(path):
-                continue
-            folds = read_splits(path).to_pydict()
-            sizes = {}
-            for fold, subset in zip(folds["fold"], folds["subset"]):
-                sizes[fold] = sizes.get(fold, 0) + (subset == "train")
-            for line in k_above_training(
-                list(sizes.values()), config["evaluation"], f"{d}/{v}"
-            ):
-                print(f"wmdeval: warning: {line}", file=sys.stderr)
+    mean little, each in one line, from the variants' splits this run left (the lines
+    the evaluate jobs' logs and the tables' Markdown hold): k of kNN or wkNN above the
+    training documents."""
+    splits = {
+        name: path
+        for name, path in significance_splits().items()
+        if os.path.exists(path)
+    }
+    for line in table_k_warnings(splits, config["evaluation"]):
+        print(f"wmdeval: warning: {line}", file=sys.stderr)

@@ -638,6 +638,23 @@ COMMANDS: tuple[Command, ...] = (
                 "significance.csv, whose tests mark Table 2's Markdown",
                 required=False,
             ),
+            Arg(
+                "--splits",
+                "splits",
+                "DATASET/VARIANT=PATH: the splits of each dataset variant of the scores",
+                name_and_path,
+                required=False,
+                repeat=True,
+                collect=dict,
+            ),
+            Arg(
+                "--evaluation",
+                "evaluation",
+                "the config's evaluation settings (JSON): k above the training documents "
+                "is a warning under each table",
+                json_value,
+                required=False,
+            ),
             Arg("--alpha", "alpha", "significance level of those tests", float, required=False),
         ),
     ),
