@@ -43,6 +43,11 @@ rule all:
         final_outputs(),
 
 
+# Results that mean little (k above the training documents), said once more at the end.
+onsuccess:
+    result_warnings()
+
+
 # Every job's priority: the expected seconds from its start to the plan's end, so that
 # Snakemake starts the jobs of the critical path first (common.smk: planned_priority).
 for _rule in workflow.rules:

@@ -13,6 +13,7 @@ from wmdeval.core import config as wmdeval_config
 from wmdeval.ingest.download import cache_name
 from wmdeval.core.errors import WmdevalError
 from wmdeval.reporting.tables import TABLES as PAPER_TABLE_SPECS
+from wmdeval.reporting.tables import k_warnings as table_k_warnings
 from wmdeval.core.config import dataset_path
 from wmdeval.core.methods import (
     BASELINES,
@@ -44,6 +45,7 @@ from wmdeval.planning.wall import (
     wall_summary as plan_wall_summary,
 )
 from wmdeval.planning.modes import (
+    check_blocks,
     dataset_mode,
     planned_documents,
     planned_folds,
@@ -120,6 +122,11 @@ try:
     PLANNED_WORDS = {d: planned_words(config["datasets"][d]) for d in DATASETS}
     # and folds (the expected time of evaluate jobs before their splits exist)
     PLANNED_FOLDS = {d: planned_folds(config["datasets"][d]) for d in DATASETS}
+    # no more WMD blocks (jobs) than documents in a dataset of full matrices
+    check_blocks(
+        config["wmd"]["blocks"],
+        {d: PLANNED_DOCUMENTS[d] for d in DATASETS if WMD_MODES[d][0] == "full"},
+    )
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
@@ -1012,3 +1019,17 @@ for _handler in list(_snakemake_log.handlers):
     if type(_handler).__name__ == "PlanWall":
         _snakemake_log.removeHandler(_handler)
 _snakemake_log.addHandler(PlanWall())
+
+
+def result_warnings():
+    """Said at the end of a successful run (Snakefile `onsuccess`): the results that
+    mean little, each in one line, from the variants' splits this run left (the lines
+    the evaluate jobs' logs and the tables' Markdown hold): k of kNN or wkNN above the
+    training documents."""
+    splits = {
+        name: path
+        for name, path in significance_splits().items()
+        if os.path.exists(path)
+    }
+    for line in table_k_warnings(splits, config["evaluation"]):
+        print(f"wmdeval: warning: {line}", file=sys.stderr)

@@ -56,6 +56,8 @@ rule tables:
         allwords=["results/scores_allwords.parquet"] if allwords_scores() else [],
         # Table 2's Markdown marks the differences to BOW (L1/L1) found significant
         significance="results/tables/significance.csv",
+        # a k above a variant's training documents is a warning under each table
+        splits=list(significance_splits().values()),
     output:
         [
             report(
@@ -83,11 +85,14 @@ rule tables:
         allwords=lambda wildcards, input: (
             f"--allwords {input.allwords}" if input.allwords else ""
         ),
+        splits=significance_split_arguments,
+        evaluation=spec_json(config["evaluation"]),
     shell:
         "wmdeval tables --scores {input.scores} --out-dir results/tables"
         " --expect {params.expect:q} --expect-allwords {params.expect_allwords:q}"
         " {params.allwords} --significance {input.significance}"
-        " --alpha {params.alpha} 2> {log}"
+        " --alpha {params.alpha} {params.splits} --evaluation {params.evaluation:q}"
+        " 2> {log}"
 
 
 # knn mode: what the neighbour searches of this run will cost, from each method's

@@ -6,8 +6,9 @@ Functions are imported when their command runs, so a job pays only for what it u
 An optional argument left out is not passed, so the function's own default applies;
 arguments that are config knobs have no default here, because the rules pass the config's
 value (docs/architecture.md "Where a default lives"). A job's log starts with its command
-line, so any job can be rerun by hand. A WmdevalError (bad input) ends the job with one
-line on stderr and exit status 1.
+line, so any job can be rerun by hand. A WmdevalError (bad input) or an OSError (a full
+disk, a folder without write permission: the file and why) ends the job with one line on
+stderr and exit status 1.
 """
 
 from __future__ import annotations
@@ -637,6 +638,23 @@ COMMANDS: tuple[Command, ...] = (
                 "significance.csv, whose tests mark Table 2's Markdown",
                 required=False,
             ),
+            Arg(
+                "--splits",
+                "splits",
+                "DATASET/VARIANT=PATH: the splits of each dataset variant of the scores",
+                name_and_path,
+                required=False,
+                repeat=True,
+                collect=dict,
+            ),
+            Arg(
+                "--evaluation",
+                "evaluation",
+                "the config's evaluation settings (JSON): k above the training documents "
+                "is a warning under each table",
+                json_value,
+                required=False,
+            ),
             Arg("--alpha", "alpha", "significance level of those tests", float, required=False),
         ),
     ),
@@ -871,8 +889,9 @@ def _interrupt(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command. Exit status: 0 done, 1 bad input (one line), 130 or 143 (128 + the
-    signal) interrupted by SIGINT or SIGTERM (one line, no output left behind)."""
+    """Run one command. Exit status: 0 done, 1 bad input or an OSError (one line), 130 or
+    143 (128 + the signal) interrupted by SIGINT or SIGTERM (one line, no output left
+    behind)."""
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
@@ -886,6 +905,11 @@ def main(argv: list[str] | None = None) -> int:
         args.run(args)
     except WmdevalError as exc:
         print(f"wmdeval {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a missing permission: the file and why
+        from .core.io import os_error_line
+
+        print(f"wmdeval {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT

@@ -31,7 +31,13 @@ import pyarrow as pa
 from ..core import io, schemas
 from ..core.methods import WMD_METHODS, Method
 from ..core.progress import Progress
-from ..core.roles import complete_settings, fold_lists, validation_split, validation_splits
+from ..core.roles import (
+    complete_settings,
+    fold_lists,
+    k_above_training,
+    validation_split,
+    validation_splits,
+)
 from ..core.variant import Distances, Neighbours, Variant, rank_neighbours, tie_key
 from ..distances.factory import (
     BaselineDistances,
@@ -387,6 +393,10 @@ def evaluate_variant(
     """
     settings = complete_settings(settings)
     data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)
+    for line in k_above_training(
+        [len(tr) for tr, _ in data.folds], settings, f"{dataset}/{variant}"
+    ):
+        log.warning("%s", line)
     y = data.y
     if y.size and y.min() < 0:
         raise io.WmdevalError(f"{dataset}/{variant}: negative label codes in documents")

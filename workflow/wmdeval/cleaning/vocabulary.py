@@ -99,8 +99,35 @@ def run_filter(
     if not known:
         raise WmdevalError(f"{embeddings_path}: no word of dataset {dataset!r} has an embedding")
     filtered, report = filter_documents(documents, known, min_df, max_words_per_doc)
+    _require_words(report, dataset, min_df, max_words_per_doc)
     write_table(filtered, out_documents, schemas.DOCUMENTS)
     write_table(pa.Table.from_pylist([{"dataset": dataset, **report}]), out_report)
+
+
+def _require_words(report: dict, dataset: str, min_df: int, max_words_per_doc: int | None) -> None:
+    """Every document without words gives every method 100 % errors: a mistake of the
+    config (or of the data), said in one line instead of tables of meaningless results."""
+    if report["documents"] == 0 or report["empty_after"] < report["documents"]:
+        return
+    if report["empty_before"] == report["documents"]:
+        raise WmdevalError(
+            f"dataset {dataset!r}: all {report['documents']} documents are without words "
+            f"before the out-of-vocabulary filter (tokenised and stop words dropped); check "
+            f"datasets.{dataset}.text_column and datasets.{dataset}.stopwords"
+        )
+    if report["types_oov"] == report["vocabulary_before"]:
+        raise WmdevalError(
+            f"dataset {dataset!r}: none of its {report['vocabulary_before']} distinct words "
+            f"has an embedding, so all {report['documents']} documents are empty after the "
+            f"out-of-vocabulary filter; check datasets.{dataset}.embeddings"
+        )
+    raise WmdevalError(
+        f"dataset {dataset!r}: datasets.{dataset}.vocabulary (min_df: {min_df}, "
+        f"max_words_per_doc: {'null' if max_words_per_doc is None else max_words_per_doc}) "
+        f"leaves every one of its {report['documents']} documents without words (each of "
+        f"its {report['vocabulary_before'] - report['types_oov']} distinct words with an "
+        f"embedding occurs in fewer than {min_df} documents); lower min_df"
+    )
 
 
 def run_select(

@@ -97,6 +97,7 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
     """
     schema = load_schema()
     coerce_strings(config, schema)
+    _check_names(config, schema, source)
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
@@ -105,6 +106,64 @@ def validate(config: dict[str, Any], source: str = "config") -> dict[str, Any]:
         raise WmdevalError(f"{source}: {_one_line(error)}")
     _check_references(config, source)
     return config
+
+
+def _check_names(config: Any, schema: dict, source: str) -> None:
+    """Every key of the config is a string, no dataset takes a name the schema reserves
+    (the workflow's own folders and files directly under results/, and under
+    results/logs/ and results/benchmarks/, where results/<dataset>/ and
+    results/logs/<dataset>/ are a dataset's), and ``run`` lists at least one dataset:
+    one line each, before the schema's messages, which would not say that YAML turned an
+    unquoted ``123`` or ``yes`` into a number or a boolean."""
+    key = _non_string_key(config, ())
+    if key is not None:
+        where, name = key
+        place = ".".join(where) or "<top level>"
+        raise WmdevalError(
+            f"{source}: {place}: the name {name!r} is {_kind(name)}, not a "
+            "string (YAML reads an unquoted number, yes/no, on/off or true/false so); put "
+            "the name in quotes"
+        )
+    if not isinstance(config, dict):
+        return
+    reserved = schema["properties"]["datasets"]["propertyNames"]["not"]["enum"]
+    datasets = config.get("datasets")
+    if isinstance(datasets, dict):
+        for name in datasets:
+            if name in reserved:
+                raise WmdevalError(
+                    f"{source}: datasets.{name}: the name {name!r} is one of the workflow's "
+                    f"own folders and files under results/ ({', '.join(reserved)}); "
+                    "rename the dataset"
+                )
+    if config.get("run") == []:
+        raise WmdevalError(
+            f"{source}: run: an empty list runs no dataset; list the datasets to run, or "
+            "leave `run` out (or null) to run every dataset"
+        )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else f"a {type(value).__name__}"
+
+
+def _non_string_key(value: Any, where: tuple[str, ...]) -> tuple[tuple[str, ...], Any] | None:
+    """(path, key) of the first dict key that is not a string, depth first; None if none."""
+    if isinstance(value, dict):
+        for key, member in value.items():
+            if not isinstance(key, str):
+                return where, key
+            found = _non_string_key(member, (*where, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for member in value:
+            found = _non_string_key(member, where)
+            if found is not None:
+                return found
+    return None
 
 
 # ------------------------------------------------------------------ command-line strings

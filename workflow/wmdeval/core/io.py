@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno as errno_codes
 import io as stdio
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -32,16 +34,47 @@ MAX_BATCH_VALUES = 1 << 24
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path``; rename it to ``path`` only on success."""
+    """Yield a temporary sibling of ``path``; rename it to ``path`` only on success.
+
+    An OSError while writing (a full disk, a folder without write permission) comes out
+    naming ``path``: writers such as pyarrow's and matplotlib's raise one that names no
+    file, or the temporary one (see :func:`os_error_line`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename in (None, str(tmp), tmp):
+            raise _named(exc, path) from exc
+        raise
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` again (its type, errno and reason) with ``path`` as its file."""
+    errno = exc.errno
+    reason = exc.strerror or str(exc)
+    if errno is None:
+        # pyarrow's errors give the errno in their text only: "... [errno 28] No space ..."
+        found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+        errno = int(found.group(1)) if found else None
+    # OSError(errno, reason, file) is the subclass of that errno (PermissionError, ...)
+    return OSError(errno, reason, str(path))
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError: the file it names and why (a full disk, a permission)."""
+    reason = " ".join((exc.strerror or str(exc) or type(exc).__name__).split())
+    if exc.errno == errno_codes.ENOSPC and "space" not in reason.lower():
+        reason = f"no space left on device ({reason})"
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.filename2:
+        where = f"{exc.filename} -> {exc.filename2}: "
+    return f"{where}{reason}"
 
 
 def write_table(

@@ -19,7 +19,7 @@ import copy
 import functools
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -45,6 +45,32 @@ def complete_settings(settings: Mapping | None) -> dict:
         else:
             resolved[key] = value
     return resolved
+
+
+def k_above_training(train_sizes: Sequence[int], settings: Mapping, where: str) -> list[str]:
+    """One line per classifier whose k exceeds the training documents it is tuned with:
+    the smallest fold's training documents (``train_sizes``, one per fold) less the
+    validation split held out from them. Such a k votes with every training document
+    (kNN's grid then holds candidates that all mean the same, and one of them may be
+    recorded as chosen); the result is a meaningless one, said in the evaluate job's log
+    and at the end of the run. ``settings``: the complete ``evaluation:`` config."""
+    if not len(train_sizes):
+        return []
+    n_train = int(min(train_sizes))
+    lines = []
+    for name, key in (("knn", "evaluation.knn.k"), ("wknn", "evaluation.wknn.k")):
+        ks = settings[name]["k"]
+        ks = ks if isinstance(ks, list | tuple) else [ks]
+        n_fit = n_train - math.ceil(settings[name]["validation_size"] * n_train)
+        over = sorted(k for k in ks if k > n_fit)
+        if over:
+            listed = ", ".join(map(str, over))
+            lines.append(
+                f"{where}: {key}: {listed} above the {n_fit} training documents it is tuned "
+                f"with (the smallest fold's {n_train} less the validation split): such k "
+                "vote with every training document"
+            )
+    return lines
 
 
 def shuffle_split(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -384,8 +384,9 @@ def read_precomputed_matrix(path, doc_ids: np.ndarray) -> np.ndarray:
     lists of numbers, square: every row's list is as long as the file has rows, its entries
     in the order of the doc_id column. Rows may be in any order and extra documents are
     ignored: the submatrix is taken by id. Values are finite or NaN (undefined). A missing
-    or mistyped column, a repeated id, a row of the wrong length, an infinite value or a
-    doc_id of ``doc_ids`` the file lacks is a one-line WmdevalError naming the file.
+    or mistyped column, a repeated id, a row of the wrong length, an infinite or negative
+    value or a doc_id of ``doc_ids`` the file lacks is a one-line WmdevalError naming the
+    file.
     """
     table = io.read_table(path)
     missing = [c for c in schemas.DISTANCES.names if c not in table.column_names]
@@ -415,8 +416,23 @@ def read_precomputed_matrix(path, doc_ids: np.ndarray) -> np.ndarray:
             f"{path}: infinite distance for doc_id {file_ids[r]} x doc_id {file_ids[c]} "
             "(NaN marks an undefined distance)"
         )
+    _refuse_negative(matrix, file_ids, file_ids, f"{path} (methods.matrices)")
     index = _rows_by_id(doc_ids, file_ids, str(path), "row")
     return matrix[np.ix_(index, index)]
+
+
+def _refuse_negative(block: np.ndarray, row_ids: np.ndarray, col_ids: np.ndarray, source: str):
+    """A distance below 0 is a one-line WmdevalError naming ``source`` and the first pair:
+    kNN would rank such a pair before a document's identical twin (distance 0), and the
+    weights of weighted kNN, exp(-d/gamma), would exceed 1."""
+    negative = block < 0  # NaN compares False: undefined is allowed
+    if negative.any():
+        r, c = np.argwhere(negative)[0]
+        raise io.WmdevalError(
+            f"{source}: negative distance {block[r, c]:.6g} for doc_id {row_ids[r]} x doc_id "
+            f"{col_ids[c]} (distances must be >= 0; clip rounding errors such as 1 - cos "
+            "just below 0)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +497,8 @@ def callable_block(
     The result is converted to float64 and its shape checked exactly; a result that does
     not convert, a wrong shape or an infinite value is a one-line WmdevalError naming
     ``spec`` (an exception inside the function propagates as it is, with its traceback).
-    Then the workflow's rule: rows and columns of documents without words are NaN.
+    Then the workflow's rule: rows and columns of documents without words are NaN; a
+    negative value left is a one-line WmdevalError too.
     """
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
@@ -510,6 +527,8 @@ def callable_block(
     no_words = _no_words(documents)
     block[no_words[rows], :] = np.nan
     block[:, no_words[cols]] = np.nan
+    doc_ids = documents.column("doc_id").to_numpy()
+    _refuse_negative(block, doc_ids[rows], doc_ids[cols], f"function {spec!r} (methods.callables)")
     return block
 
 

@@ -179,9 +179,16 @@ def prepare_variant(
     counts, _ = baselines.count_matrix(documents)
     no_words = np.diff(counts.indptr) == 0
     folds = io.fold_indices(splits, doc_ids) if splits is not None else []
+    # one fold: WMD may skip the test x test pairs (wmd.skip_test_pairs), left NaN
+    unsolved = None
+    if len(folds) == 1:
+        unsolved = np.zeros(len(doc_ids), dtype=bool)
+        unsolved[folds[0][1]] = True
 
     def dense(slug: str, ids: np.ndarray, matrix: np.ndarray) -> DenseDistances:
-        return DenseDistances.from_matrix(doc_ids, ids, matrix, _matrix_name(slug), no_words)
+        return DenseDistances.from_matrix(
+            doc_ids, ids, matrix, _matrix_name(slug), no_words, unsolved
+        )
 
     def loader(slug: str, read: Callable[[], tuple[np.ndarray, np.ndarray]]):
         return lambda: dense(slug, *read())

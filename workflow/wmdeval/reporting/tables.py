@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core import methods as methods_module
 from ..core import schemas
@@ -25,6 +26,7 @@ from ..core.coverage import sources as coverage_sources
 from ..core.errors import WmdevalError
 from ..core.groups import SPLIT_COMPARISON
 from ..core.io import read_table, read_tables, write_table, write_text
+from ..core.roles import complete_settings, k_above_training
 
 #: Appended to the cell text of the lowest mean in each column (Markdown bold would be
 #: lost in the CSV, so one plain-text marker serves both).
@@ -593,6 +595,8 @@ def run_tables(
     allwords_expected: Expected | None = None,
     significance_path: str | os.PathLike | None = None,
     alpha: float | None = None,
+    splits: Mapping[str, str | os.PathLike] | None = None,
+    evaluation: Mapping | None = None,
 ) -> list[Path]:
     """Write every table of TABLES as .csv and .md into ``out_dir``.
 
@@ -602,6 +606,9 @@ def run_tables(
     (Tables 4/5), covering exactly ``allwords_expected``; their rel. is relative to BOW
     (L1/L1) of the main scores, as in the paper. ``significance_path``: the
     significance table (CSV) whose tests at level ``alpha`` mark Table 2's Markdown.
+    ``splits`` ("dataset/variant" -> its SPLITS file) and ``evaluation`` (the config's
+    ``evaluation:``): a k of kNN or wkNN above the training documents it is tuned with
+    is a warning under every Markdown table (:func:`wmdeval.core.roles.k_above_training`).
     Nothing is written when a check fails. Returns the written paths.
     """
     scores = read_table(scores_path, schemas.SCORES)
@@ -636,6 +643,7 @@ def run_tables(
         missing = set(schemas.SIGNIFICANCE.names) - set(significance.column_names)
         if missing:
             raise WmdevalError(f"{significance_path}: no column(s) {', '.join(sorted(missing))}")
+    warnings = k_warnings(splits or {}, evaluation)
     out_dir = Path(out_dir)
     tables = []
     for spec in TABLES:
@@ -660,6 +668,8 @@ def run_tables(
             marks = significance_marks(significance, spec.variant, spec.classifier)
             markdown_rows = _marked_rows(rows, columns, marks)
             note += "\n\n" + significance_note(alpha)
+        if warnings:
+            note += "".join(f"\n\n**Warning**: {line}" for line in warnings)
         write_table_files(
             rows,
             table_header(columns),
@@ -671,6 +681,22 @@ def run_tables(
         )
         written += [csv_path, md_path]
     return written
+
+
+def k_warnings(splits: Mapping[str, str | os.PathLike], evaluation: Mapping | None) -> list[str]:
+    """The k of kNN or wkNN above the training documents, per "dataset/variant" of
+    ``splits`` (its SPLITS file), as :func:`wmdeval.core.roles.k_above_training` says it."""
+    if evaluation is None:
+        return []
+    settings = complete_settings(evaluation)
+    lines = []
+    for name, path in splits.items():
+        table = read_table(path, schemas.SPLITS)
+        train = pc.equal(table.column("subset"), "train")
+        folds = table.filter(train).column("fold").value_counts().to_pylist()
+        sizes = [row["counts"] for row in sorted(folds, key=lambda row: row["values"])]
+        lines += k_above_training(sizes, settings, name)
+    return lines
 
 
 def summary_rows(combined: pa.Table) -> tuple[list[str], list[list[str]]]:
