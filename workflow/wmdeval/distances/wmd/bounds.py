@@ -633,6 +633,8 @@ class LowerBounds:
     ):
         # _every > 1: a partial build, see setup_seconds_estimate
         self.timing: dict = {}
+        # (block, its centroid bound rows): see _centroid_rows
+        self._centroids: tuple[int, np.ndarray] | None = None
         self.inputs = inputs
         self.queries = np.asarray(queries, dtype=np.int64)
         weights = weight_matrix(inputs)
@@ -725,13 +727,31 @@ class LowerBounds:
                 backward[part] += more_backward
         bound = np.maximum(forward, backward)
         if wcd:
-            centroid = stable_products(self.means[rows], self.padded_means, len(self.means))
-            centroid = centroid_bound(
-                self.inputs.ground_cost, centroid, self.sq_means[rows], self.sq_means
-            )
-            bound = np.fmax(bound, centroid)
+            bound = np.fmax(bound, self._centroid_rows(at))
         bound = self._undefined(bound, rows)
         return bound if relaxed is None else (bound, relaxed)
+
+    def _centroid_rows(self, at: np.ndarray) -> np.ndarray:
+        """The centroid bound (:func:`centroid_bound`) from queries ``self.queries[at]`` to
+        every document, float64 [len(at), n], from products of whole blocks of
+        PRODUCT_WIDTH consecutive queries (``self.queries[b * PRODUCT_WIDTH:]``, the last
+        short), the latest block kept for the next call. A row's bits are its own alone
+        (:func:`stable_products`), so they do not depend on the blocks; the search asks
+        for BOUND_ROWS queries at a time, in order, and computed a whole product of
+        PRODUCT_WIDTH rows for each call, most of it padding."""
+        out = np.empty((len(at), self.inputs.n))
+        for block in np.unique(at // PRODUCT_WIDTH).tolist():
+            mine = np.flatnonzero(at // PRODUCT_WIDTH == block)
+            if self._centroids is None or self._centroids[0] != block:
+                rows = self.queries[block * PRODUCT_WIDTH : (block + 1) * PRODUCT_WIDTH]
+                self._centroids = None  # its memory free before the next block's
+                products = stable_products(self.means[rows], self.padded_means, len(self.means))
+                values = centroid_bound(
+                    self.inputs.ground_cost, products, self.sq_means[rows], self.sq_means
+                )
+                self._centroids = (block, values)
+            out[mine] = self._centroids[1][at[mine] - block * PRODUCT_WIDTH]
+        return out
 
     def _undefined(self, matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``matrix`` (rows of queries ``rows``) with NaN, in place, where either document
