@@ -47,10 +47,24 @@ def test_group_minimum_is_the_rows_minimum():
     at = rng.integers(0, 9, 20).astype(np.int64)
     starts = np.array([0, 3, 4, 12], dtype=np.int64)
     ends = np.array([3, 4, 12, 20], dtype=np.int64)
-    out = np.empty((4, 5), dtype=np.float32)
-    bounds._group_minimum(d, at, starts, ends, out)
+    # written transposed, from column g0 and row w0 of `out`, nothing else touched
+    out = np.full((8, 7), -1.0, dtype=np.float32)
+    bounds._group_minimum(d, at, starts, ends, out, 2, 1)
     for g in range(4):
-        assert np.array_equal(out[g], d[at[starts[g] : ends[g]]].min(axis=0))
+        assert np.array_equal(out[1:6, 2 + g], d[at[starts[g] : ends[g]]].min(axis=0))
+    assert (np.delete(np.delete(out, range(1, 6), 0), range(2, 6), 1) == -1).all()
+
+
+def test_group_minimum_takes_groups_a_tile_at_a_time():
+    # more groups than GROUP_TILE, the last tile short
+    rng = np.random.default_rng(1)
+    d = rng.random((30, 3)).astype(np.float32)
+    n_groups = 2 * bounds.GROUP_TILE + 5
+    at = rng.integers(0, 30, 3 * n_groups).astype(np.int64)
+    starts = np.arange(0, 3 * n_groups, 3, dtype=np.int64)
+    out = np.empty((3, n_groups), dtype=np.float32)
+    bounds._group_minimum(d, at, starts, starts + 3, out, 0, 0)
+    assert np.array_equal(out, d[at].reshape(n_groups, 3, 3).min(axis=1).T)
 
 
 def test_weighted_rows_are_the_sparse_product_of_the_float32_table():

@@ -690,6 +690,48 @@ def test_cheap_bounds_do_not_depend_on_the_queries_computed_with_them():
         assert np.array_equal(alone, every[chosen], equal_nan=True)
 
 
+def test_cheap_bounds_do_not_depend_on_the_calls_that_ask_for_them():
+    # the centroid bound's products are whole blocks of PRODUCT_WIDTH queries, the
+    # latest kept for the next call: rows asked a few at a time, in order, out of order,
+    # one by one or all at once have the same bits (150 queries: two whole blocks and a
+    # short one)
+    docs, emb = clustered(150, seed=7)
+    inputs = solver.prepare(docs, emb, "bow")
+    every = bounds.LowerBounds(inputs, np.arange(150)).rows(np.arange(150))
+    every_plain = bounds.LowerBounds(inputs, np.arange(150)).rows(np.arange(150), omr=False)
+    lower = bounds.LowerBounds(inputs, np.arange(150))
+    for at in (
+        np.arange(60, 70),  # across the first two blocks
+        np.arange(0, 16),
+        np.array([149]),
+        np.arange(16, 32),
+        np.array([5, 64, 128, 140]),
+    ):
+        assert np.array_equal(lower.rows(at), every[at], equal_nan=True)
+        assert np.array_equal(lower.rows(at, omr=False), every_plain[at], equal_nan=True)
+
+
+@pytest.mark.parametrize("size", [1, 255, 256, 257, 1000, 5000])
+def test_stream_is_the_stable_order_of_the_cheap_bounds(size):
+    # a list's candidates sorted a part at a time (search._Stream) come out as one stable
+    # argsort of their bounds orders them: by bound, ties by position, NaN last
+    rng = np.random.default_rng(size)
+    values = rng.integers(0, max(size // 8, 2), size).astype(np.float64)  # many ties
+    values[rng.random(size) < 0.05] = np.nan
+    candidates = np.sort(rng.choice(10 * size, size, replace=False))
+    want = np.argsort(values, kind="stable")
+    head = search._Stream(candidates, values)
+    assert head.has(9) == (size > 9)
+    assert head.order[:10] == candidates[want[:10]].tolist()  # only its first part sorted
+    stream = search._Stream(candidates, values)
+    got = 0
+    while stream.has(got):
+        got += 1
+    assert stream.order == candidates[want].tolist()
+    assert np.array_equal(np.array(stream.loose), values[want], equal_nan=True)
+    assert not stream.has(size)
+
+
 @pytest.mark.parametrize("n_right", [300, 320, 1])
 def test_stable_products_are_the_product_row_by_row(n_right):
     # 300 columns end in a partial tile, where OpenBLAS's SkylakeX kernels rounded by a

@@ -420,15 +420,14 @@ class _NearestWords:
         d32[same_row, same_word] = 0.0
         column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
         column[same_row] = same_word
-        block = np.empty((len(starts), len(chunk)), dtype=np.float32)
+        out = self.out
 
         def minima(part):
             if overlap:
                 _other_minimum(d32, at, starts[part], ends[part], column, other)
-            _group_minimum(d32, at, starts[part], ends[part], block[part])
+            _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
 
         worker += _share(pool, minima, self.group_parts)
-        self.out[w0 : w0 + step] = block.T
         inside = (self.back_indices >= w0) & (self.back_indices < w0 + len(chunk))
         group, to_column = self.back_group[inside], self.back_indices[inside] - w0
 
@@ -554,20 +553,38 @@ def _costs32(products, sq_a, sq_b, cosine, out):  # pragma: no cover - compiled
             out[i, j] = v
 
 
+#: Groups whose minima :func:`_group_minimum` takes together before it writes them out.
+GROUP_TILE = 64
+
+
 @_kernel
-def _group_minimum(d, at, starts, ends, out):  # pragma: no cover - compiled
-    """out[g] = the elementwise minimum of rows d[at[e]], starts[g] <= e < ends[g].
+def _group_minimum(d, at, starts, ends, out, g0, w0):  # pragma: no cover - compiled
+    """out[w0 + j, g0 + g] = the minimum of d[at[e], j] over starts[g] <= e < ends[g].
 
     Whole rows at a time: each is contiguous, so the reads stream and the minimum
     vectorises (20 Newsgroups, 256 columns: 0.15 s for 1.6 M entries, 8x a loop over
-    bands of 32 columns and 25x the numpy gather and reduceat)."""
-    for g in range(len(starts)):
-        low = out[g]
-        low[:] = np.inf
-        for e in range(starts[g], ends[g]):
-            row = d[at[e]]
-            for j in range(len(low)):
-                low[j] = min(low[j], row[j])
+    bands of 32 columns and 25x the numpy gather and reduceat). GROUP_TILE groups' rows
+    of minima at a time, in a small buffer, then written to their columns of ``out``
+    (the layout of LowerBounds' products) a run of GROUP_TILE per row: the groups' rows
+    were a [groups x columns] block copied transposed into ``out`` afterwards, a pass
+    over 350 MB with a stride of a row per entry for each chunk of 1,024 words at 85,635
+    documents (most of a chunk's time outside the kernels). A minimum is exact, so the
+    same bits."""
+    width = d.shape[1]
+    tile = np.empty((GROUP_TILE, width), dtype=np.float32)
+    for t0 in range(0, len(starts), GROUP_TILE):
+        t1 = min(t0 + GROUP_TILE, len(starts))
+        for g in range(t0, t1):
+            low = tile[g - t0]
+            low[:] = np.inf
+            for e in range(starts[g], ends[g]):
+                row = d[at[e]]
+                for j in range(width):
+                    low[j] = min(low[j], row[j])
+        for j in range(width):
+            into = out[w0 + j]
+            for g in range(t0, t1):
+                into[g0 + g] = tile[g - t0, j]
 
 
 @_kernel
@@ -633,6 +650,8 @@ class LowerBounds:
     ):
         # _every > 1: a partial build, see setup_seconds_estimate
         self.timing: dict = {}
+        # (block, its centroid bound rows): see _centroid_rows
+        self._centroids: tuple[int, np.ndarray] | None = None
         self.inputs = inputs
         self.queries = np.asarray(queries, dtype=np.int64)
         weights = weight_matrix(inputs)
@@ -725,13 +744,31 @@ class LowerBounds:
                 backward[part] += more_backward
         bound = np.maximum(forward, backward)
         if wcd:
-            centroid = stable_products(self.means[rows], self.padded_means, len(self.means))
-            centroid = centroid_bound(
-                self.inputs.ground_cost, centroid, self.sq_means[rows], self.sq_means
-            )
-            bound = np.fmax(bound, centroid)
+            bound = np.fmax(bound, self._centroid_rows(at))
         bound = self._undefined(bound, rows)
         return bound if relaxed is None else (bound, relaxed)
+
+    def _centroid_rows(self, at: np.ndarray) -> np.ndarray:
+        """The centroid bound (:func:`centroid_bound`) from queries ``self.queries[at]`` to
+        every document, float64 [len(at), n], from products of whole blocks of
+        PRODUCT_WIDTH consecutive queries (``self.queries[b * PRODUCT_WIDTH:]``, the last
+        short), the latest block kept for the next call. A row's bits are its own alone
+        (:func:`stable_products`), so they do not depend on the blocks; the search asks
+        for BOUND_ROWS queries at a time, in order, and computed a whole product of
+        PRODUCT_WIDTH rows for each call, most of it padding."""
+        out = np.empty((len(at), self.inputs.n))
+        for block in np.unique(at // PRODUCT_WIDTH).tolist():
+            mine = np.flatnonzero(at // PRODUCT_WIDTH == block)
+            if self._centroids is None or self._centroids[0] != block:
+                rows = self.queries[block * PRODUCT_WIDTH : (block + 1) * PRODUCT_WIDTH]
+                self._centroids = None  # its memory free before the next block's
+                products = stable_products(self.means[rows], self.padded_means, len(self.means))
+                values = centroid_bound(
+                    self.inputs.ground_cost, products, self.sq_means[rows], self.sq_means
+                )
+                self._centroids = (block, values)
+            out[mine] = self._centroids[1][at[mine] - block * PRODUCT_WIDTH]
+        return out
 
     def _undefined(self, matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``matrix`` (rows of queries ``rows``) with NaN, in place, where either document

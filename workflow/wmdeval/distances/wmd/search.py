@@ -118,6 +118,11 @@ GUIDED = 4
 #: candidates the search then never needs.
 TIGHTEN_BATCH = 8
 
+#: Candidates of a list sorted by their cheap bounds in its first part (:class:`_Stream`),
+#: and how much larger each next part is.
+STREAM_PART = 256
+STREAM_GROWTH = 4
+
 #: Potentials (from a query's first exact solves) its dual bounds use.
 POTENTIALS = 128
 
@@ -520,12 +525,61 @@ class _QueryState:
         return self.held == POTENTIALS
 
 
+class _Stream:
+    """A candidate list in increasing cheap bound, then position: the order of
+    ``candidates[np.argsort(values, kind="stable")]``, sorted a part at a time as the
+    visit reaches it (``order`` and ``loose``, their bounds, grow by :meth:`has`). A
+    visit stops near the k-th distance, after a few hundred of tens of thousands of
+    candidates: sorting and listing all of them cost more than the rest of its
+    bookkeeping, and grew with the corpus. Each part is every candidate left whose bound
+    is at most a threshold (the part's size-th smallest), sorted stably among
+    themselves in position order: the whole order's next entries, exactly."""
+
+    __slots__ = ("order", "loose", "_candidates", "_values", "_size")
+
+    def __init__(self, candidates: np.ndarray, values: np.ndarray):
+        self.order: list[int] = []
+        self.loose: list[float] = []
+        self._candidates = candidates  # those not yet in `order`, in position order
+        self._values = values
+        self._size = STREAM_PART
+
+    def has(self, at: int) -> bool:
+        """Whether the stream has an ``at``-th candidate (sorting the next parts as
+        far as that needs)."""
+        while at >= len(self.order):
+            if not len(self._candidates):
+                return False
+            self._sort_part()
+        return True
+
+    def _sort_part(self) -> None:
+        candidates, values, size = self._candidates, self._values, self._size
+        self._size = size * STREAM_GROWTH
+        if size < len(values):
+            threshold = np.partition(values, size - 1)[size - 1]
+            if not np.isnan(threshold):
+                inside = values <= threshold
+                part = np.flatnonzero(inside)
+                part = part[np.argsort(values[part], kind="stable")]
+                self.order.extend(candidates[part].tolist())
+                self.loose.extend(values[part].tolist())
+                outside = ~inside
+                self._candidates, self._values = candidates[outside], values[outside]
+                return
+        # the rest at once (NaN last, as argsort puts it)
+        part = np.argsort(values, kind="stable")
+        self.order.extend(candidates[part].tolist())
+        self.loose.extend(values[part].tolist())
+        self._candidates, self._values = candidates[:0], values[:0]
+
+
 class _Visit:
     """A query's visit of one candidate list: its k nearest so far and the pruning limit
     they set, the list's candidates in increasing cheap bound (the stream, taken up to
     ``at``), and those taken that wait again with a tighter bound (a heap)."""
 
-    __slots__ = ("k", "scale", "best", "limit", "stream", "loose", "at", "waiting")
+    __slots__ = ("k", "scale", "best", "limit", "stream", "at", "waiting")
 
     def __init__(self, task: _Task, query: _QueryState, scale: float):
         self.k = task.k
@@ -538,11 +592,8 @@ class _Visit:
         # the bound beyond which a candidate is proven farther than the k-th (inf until
         # there are k), computed again only when the k-th changes
         self.limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
-        cands, bound = task.candidates, query.bound
-        order = cands[np.argsort(bound[cands], kind="stable")]
-        self.stream = order.tolist()  # in increasing cheap bound (then position)
-        self.loose = bound[order].tolist()  # their cheap bounds
-        self.at = 0  # stream[:at] are taken
+        self.stream = _Stream(task.candidates, query.bound[task.candidates])
+        self.at = 0  # stream.order[:at] are taken
         self.waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
 
     def next_candidate(self, used: Mapping[int, float]) -> tuple[float, int, bool] | None:
@@ -550,13 +601,14 @@ class _Visit:
         (then position), the stream's candidates in ``used`` skipped; None when none is
         left. The heap's bounds are tight, the stream's lower bounds of their tight ones."""
         stream, at = self.stream, self.at
-        while at < len(stream) and stream[at] in used:
+        while stream.has(at) and stream.order[at] in used:
             at += 1  # already among `best` if it belongs there
         self.at = at
         waiting = self.waiting
-        if at >= len(stream):
+        if not stream.has(at):
             return (*waiting[0], True) if waiting else None
-        head = (self.loose[at], stream[at])
+        stream = stream.order
+        head = (self.stream.loose[at], stream[at])
         if waiting and waiting[0] <= head:
             return (*waiting[0], True)
         return (*head, False)
@@ -827,10 +879,12 @@ class _Search:
         q, used, tight, bound = query.q, query.used, query.tight, query.bound
         stream, at, limit = visit.stream, visit.at, visit.limit
         if query.ict_proves_nothing():
-            tight[stream[at]] = float(bound[stream[at]])
+            tight[stream.order[at]] = float(bound[stream.order[at]])
             return
         batch = []
-        for c in stream[at:]:
+        while stream.has(at):
+            c = stream.order[at]
+            at += 1
             if c not in used and c not in tight and not self._known(q, c):
                 batch.append(c)
                 if len(batch) == TIGHTEN_BATCH:
