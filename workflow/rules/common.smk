@@ -122,11 +122,6 @@ try:
     PLANNED_WORDS = {d: planned_words(config["datasets"][d]) for d in DATASETS}
     # and folds (the expected time of evaluate jobs before their splits exist)
     PLANNED_FOLDS = {d: planned_folds(config["datasets"][d]) for d in DATASETS}
-    # no more WMD blocks (jobs) than documents in a dataset of full matrices
-    check_blocks(
-        config["wmd"]["blocks"],
-        {d: PLANNED_DOCUMENTS[d] for d in DATASETS if WMD_MODES[d][0] == "full"},
-    )
 except WmdevalError as error:
     sys.exit(f"wmdeval: {error}")
 
@@ -739,6 +734,15 @@ if workflow.is_main_process:
         check_planned_inputs()
     except WmdevalError as error:
         sys.exit(f"wmdeval: config: {error}")
+    # then no more WMD blocks (jobs) than documents in a dataset of full matrices (after
+    # the tables' own checks: a table of no rows is its file's error, not the blocks')
+    try:
+        check_blocks(
+            config["wmd"]["blocks"],
+            {d: PLANNED_DOCUMENTS[d] for d in DATASETS if WMD_MODES[d][0] == "full"},
+        )
+    except WmdevalError as error:
+        sys.exit(f"wmdeval: {error}")
 
 
 # Said once while planning (so in every dry run), once the input is known to be good:
