@@ -255,7 +255,7 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     # a dense matrix: 2 s and 0.11 us per entry, not divided by its threads
     dense = plan.job_seconds("embedding_matrix", {"embedding_method": "wcd"}, absent, 1000, wmd)
     assert dense == (pytest.approx(2.0 + 1.1e-7 * 1000 * 1000), False, "model")
-    assert plan.job_seconds("sample_rwmd_matrix", at, written, 1000, wmd)[0] == pytest.approx(
+    assert plan.job_seconds("sample_embedding_matrix", at, written, 1000, wmd)[0] == pytest.approx(
         2.0 + 1.1e-7 * 500 * 500
     )
     # everything else, and the target rule
