@@ -314,6 +314,8 @@ PLANNED_VOCABULARY = 50_000
 
 
 def _vocabulary(documents_path) -> int:
+    if documents_path is None:
+        return PLANNED_VOCABULARY
     try:
         stat = os.stat(documents_path)
     except OSError:
@@ -390,24 +392,30 @@ def embedding_matrix_seconds(documents_path, method: str, planned: int | None = 
 LISTED_BLOCK_ENTRIES = 1 << 22
 
 #: Expected CPU seconds of a listed method's job: LISTED_JOB_SECONDS (start-up, reading
-#: and preparing the documents and vectors) plus LISTED_SECONDS_PER_ENTRY per query row
-#: entry (each query's row to every document and its ranking in its candidate lists):
-#: measured on 85,635 passages of 20 Newsgroups (one fold, 50-d vectors; docs/scale.md);
-#: RWMD (listed only when WMD is not run) RWMD_SECONDS_PER_DOCUMENT_WORD more.
-LISTED_JOB_SECONDS = 5.0
-LISTED_SECONDS_PER_ENTRY = 3e-8
+#: and preparing the documents and vectors) plus, per query row entry (each query's row
+#: to every document and its ranking in its candidate lists), LISTED_SECONDS_PER_ENTRY
+#: for WCD and the cosine and VECTORS_SECONDS_PER_ENTRY for document vectors; measured on
+#: one of 16 query shards of 85,635 passages of 20 Newsgroups at 50-d
+#: (benchmarks/results/listed_neighbours.json: WCD 1.3e-7, cosine 1.2e-7, vectors
+#: 2.3e-7 CPU-s per entry, start-up included; 0.8 s of start-up fitted with a corpus of
+#: 10,705). RWMD (listed only when WMD is not run): RWMD_SECONDS_PER_DOCUMENT_WORD more.
+LISTED_JOB_SECONDS = 2.0
+LISTED_SECONDS_PER_ENTRY = 1.3e-7
+VECTORS_SECONDS_PER_ENTRY = 2.4e-7
 
 
 def listed_seconds(
     documents_path, method: str, n_shards: int, planned: int | None = None
 ) -> float | None:
     """Expected CPU seconds of one query shard of ``n_shards`` of a listed method's
-    neighbour lists (every document a query: the upper bound); None if the documents
-    are unknown."""
+    neighbour lists (``method``: wcd, rwmd, cosine-mean or "vectors"; every document a
+    query, as with five folds: a one-fold corpus has fewer, about 57 % of 20 Newsgroups'
+    passages); None if the documents are unknown."""
     n = document_rows(documents_path, planned)
     if n is None:
         return None
-    seconds = LISTED_SECONDS_PER_ENTRY * n * n
+    per_entry = VECTORS_SECONDS_PER_ENTRY if method == "vectors" else LISTED_SECONDS_PER_ENTRY
+    seconds = per_entry * n * n
     if method == "rwmd":
         seconds += RWMD_SECONDS_PER_DOCUMENT_WORD * n * _vocabulary(documents_path)
     return LISTED_JOB_SECONDS + seconds / max(n_shards, 1)
