@@ -396,9 +396,11 @@ LISTED_BLOCK_ENTRIES = 1 << 22
 #: to every document and its ranking in its candidate lists), LISTED_SECONDS_PER_ENTRY
 #: for WCD and the cosine and VECTORS_SECONDS_PER_ENTRY for document vectors; measured on
 #: one of 16 query shards of 85,635 passages of 20 Newsgroups at 50-d
-#: (benchmarks/results/listed_neighbours.json: WCD 1.3e-7, cosine 1.2e-7, vectors
-#: 2.3e-7 CPU-s per entry, start-up included; 0.8 s of start-up fitted with a corpus of
-#: 10,705). RWMD (listed only when WMD is not run): RWMD_SECONDS_PER_DOCUMENT_WORD more.
+#: (benchmarks/results/listed_neighbours.json: WCD 1.13e-7, cosine 1.11e-7, vectors
+#: 2.12e-7 CPU-s per entry, start-up included; 1.33e-7, 1.22e-7 and 2.34e-7 in an
+#: earlier run of the same command on the machine more loaded, which these round up;
+#: about 0.8 s of start-up, fitted with a 10,705-passage subset). RWMD (listed only when
+#: WMD is not run): RWMD_SECONDS_PER_DOCUMENT_WORD more.
 LISTED_JOB_SECONDS = 2.0
 LISTED_SECONDS_PER_ENTRY = 1.3e-7
 VECTORS_SECONDS_PER_ENTRY = 2.4e-7
