@@ -413,6 +413,10 @@ def test_auto_list_shards_by_hand():
     )
     assert plan.listed_shard_count("auto", None) == (1, "size unknown")
     assert plan.listed_shard_count(4, 85_635) == (4, "set in config")
+    # the costliest listed method decides: document vectors, 2.4e-7 an entry -> 15;
+    # RWMD (listed without WMD) adds 1 us per document and planned word (50,000) -> 45
+    assert plan.listed_shard_count("auto", 85_635, {"wcd", "vectors"})[0] == 15
+    assert plan.listed_shard_count("auto", 85_635, {"rwmd"})[0] == 45
     # each of the 9 is planned within the 2 minutes
     assert resources.listed_seconds(None, "wcd", 9, 85_635) <= 120
     # and the plan reads a shard's expected time from its wildcards

@@ -274,7 +274,11 @@ LISTED_DENSE_SLUGS = LISTED_EMBEDDING_SLUGS + [
 # planned documents, each job at most about 2 minutes), never by --cores: (count, why),
 # said once.
 LISTED_SHARDS = {
-    d: listed_shard_count(config["wmd"]["list_shards"], PLANNED_DOCUMENTS[d])
+    d: listed_shard_count(
+        config["wmd"]["list_shards"],
+        PLANNED_DOCUMENTS[d],
+        {"vectors" if s.startswith("vectors-") else s for s in LISTED_DENSE_SLUGS},
+    )
     for d in DATASETS
 }
 if LISTED_DENSE_SLUGS and any(wmd_mode(d) == "knn" for d in DATASETS):

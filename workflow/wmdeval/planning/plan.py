@@ -144,11 +144,14 @@ def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tu
     )
 
 
-def listed_shard_count(value, planned: int | None) -> tuple[int, str]:
+def listed_shard_count(
+    value, planned: int | None, methods: Iterable[str] = ("wcd",)
+) -> tuple[int, str]:
     """(shards, why) for ``wmd.list_shards``: the query shards of the neighbour lists of
     each dense method listed in knn mode (WCD, the cosine, RWMD when WMD's search does
     not list it, document vectors) of a dataset of ``planned`` documents: the number
-    itself, or for ``auto`` the fewest shards that plan each job at most
+    itself, or for ``auto`` the fewest shards that plan each job of the costliest of
+    ``methods`` (slugs, "vectors" for document vectors) at most
     :data:`AUTO_SHARD_SECONDS` (one thread,
     :func:`~wmdeval.planning.resources.listed_seconds`), 1 if the size is unknown. Only
     the config and the planned documents decide it, never ``--cores``."""
@@ -158,7 +161,7 @@ def listed_shard_count(value, planned: int | None) -> tuple[int, str]:
         return int(value), "set in config"
     if not planned:
         return 1, "size unknown"
-    work = listed_seconds(None, "wcd", 1, planned) - LISTED_JOB_SECONDS
+    work = max(listed_seconds(None, m, 1, planned) for m in methods) - LISTED_JOB_SECONDS
     shards = max(1, math.ceil(work / (AUTO_SHARD_SECONDS - LISTED_JOB_SECONDS)))
     return shards, (f"auto: {planned:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min a job")
 
