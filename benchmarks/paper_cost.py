@@ -515,7 +515,7 @@ def other_jobs(
 
     * ``dense``: the embedding_matrix jobs per variant: WCD, RWMD and the cosine in full
       mode; in knn mode WCD and the cosine, and RWMD's matrix of the sample alone
-      (sample_rwmd_matrix: its lists come from WMD's search, whose forecast counts them);
+      (sample_embedding_matrix: its lists come from WMD's search, whose forecast counts them);
     * ``evaluate``: the evaluate job per variant with the 12 baselines and the dense
       methods (the transport methods' and, in knn mode, RWMD's neighbour lists need the
       searches, so their kNN tuning is not in it);
@@ -573,7 +573,7 @@ def other_jobs(
             )
             matrices, _ = dense_matrices(analysed, embeddings, analysed, threads, full_slugs)
             relaxed, seconds = dense_matrices(analysed, embeddings, analysed, threads, ["rwmd"])
-            cpu["dense"] += seconds  # sample_rwmd_matrix
+            cpu["dense"] += seconds  # sample_embedding_matrix
             matrices.update(relaxed)
         wmd = {slug: str(matrices.get(slug, matrices["rwmd"])) for slug in analysis_slugs}
         outputs = [f"--out={a}={out / f'{a}.parquet'}" for a in enabled]

@@ -255,7 +255,7 @@ def test_each_jobs_expected_time_by_hand(tmp_path):
     # a dense matrix: 2 s and 0.11 us per entry, not divided by its threads
     dense = plan.job_seconds("embedding_matrix", {"embedding_method": "wcd"}, absent, 1000, wmd)
     assert dense == (pytest.approx(2.0 + 1.1e-7 * 1000 * 1000), False, "model")
-    assert plan.job_seconds("sample_rwmd_matrix", at, written, 1000, wmd)[0] == pytest.approx(
+    assert plan.job_seconds("sample_embedding_matrix", at, written, 1000, wmd)[0] == pytest.approx(
         2.0 + 1.1e-7 * 500 * 500
     )
     # everything else, and the target rule
@@ -398,3 +398,32 @@ def test_auto_search_shards_by_hand():
         "auto: no dataset in knn mode of known size",
     )
     assert plan.search_shard_count(3, paper, 2) == (3, "set in config")
+
+
+def test_auto_list_shards_by_hand():
+    from wmdeval.planning import plan, resources
+
+    # knn mode's neighbour lists of WCD, the cosine, vectors: 0.13 us per entry of n x n,
+    # each job at most 120 s less its 2 s: 20 Newsgroups' 18,821 documents 46 s -> 1
+    assert plan.listed_shard_count("auto", 18_821)[0] == 1
+    # 85,635 passages: 1.3e-7 x 85,635^2 = 953 s over 118 s -> 9
+    assert plan.listed_shard_count("auto", 85_635) == (
+        9,
+        "auto: 85,635 documents, at most 2 min a job",
+    )
+    assert plan.listed_shard_count("auto", None) == (1, "size unknown")
+    assert plan.listed_shard_count(4, 85_635) == (4, "set in config")
+    # the costliest listed method decides: document vectors, 2.4e-7 an entry -> 15;
+    # RWMD (listed without WMD) adds 1 us per document and planned word (50,000) -> 45
+    assert plan.listed_shard_count("auto", 85_635, {"wcd", "vectors"})[0] == 15
+    assert plan.listed_shard_count("auto", 85_635, {"rwmd"})[0] == 45
+    # each of the 9 is planned within the 2 minutes
+    assert resources.listed_seconds(None, "wcd", 9, 85_635) <= 120
+    # and the plan reads a shard's expected time from its wildcards
+    at = {"dataset": "d", "variant": "original", "listed_embedding": "wcd", "shard": "2-of-9"}
+    seconds = plan.job_seconds("embedding_neighbours", at, {}, 85_635, {})
+    assert seconds == (pytest.approx(2.0 + 1.3e-7 * 85_635**2 / 9), False, "model")
+    vectors = {"dataset": "d", "variant": "original", "shard": "1-of-1"}
+    assert plan.job_seconds("vector_neighbours", vectors, {}, 1000, {})[0] == pytest.approx(
+        2.0 + 2.4e-7 * 1000**2
+    )

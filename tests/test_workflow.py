@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from workflow_helpers import (
@@ -493,6 +494,71 @@ def test_knn_search_scores_the_demo_posts_as_full_mode(
     rows = [r for r in scores if r["method"] == method]
     assert len(rows) == 5 * 2  # folds x classifiers
     assert rows == [r for r in workflow if r["method"] == method]
+
+
+@pytest.mark.parametrize(
+    ("slug", "method"),
+    [("wcd", "WCD"), ("rwmd", "RWMD"), ("cosine-mean", "Cosine (mean word vectors)")],
+)
+def test_listed_neighbours_score_the_demo_posts_as_full_mode(finished_run, tmp_path, slug, method):
+    """knn mode's neighbour lists of the dense methods (no n x n matrix) on the demo's post
+    bodies, both variants, with the functions their jobs call: two query shards, combined,
+    evaluated, give the scores and predictions the workflow wrote from the full matrices,
+    byte for byte. (The whole workflow in knn mode: test_workflow_small.py.)"""
+    import yaml
+
+    from wmdeval.classification import knn
+    from wmdeval.core import config as wconfig
+    from wmdeval.distances import embedding
+    from wmdeval.distances.wmd import search
+
+    config = wconfig.validate(yaml.safe_load((finished_run / "config/config.yaml").read_text()))
+    for variant in ("original", "clean"):
+        data = finished_run / "results" / "newsgroups"
+        documents = data / variant / "documents.parquet"
+        splits = data / variant / "splits.parquet"
+        shards = []
+        for shard in range(2):
+            out = (
+                tmp_path / f"{variant}.{shard}.parquet",
+                tmp_path / f"{variant}.{shard}.certificates.parquet",
+            )
+            embedding.run_embedding_neighbours(
+                documents,
+                splits,
+                data / "vectors" / "embeddings.parquet",
+                slug,
+                config["evaluation"],
+                shard,
+                2,
+                *out,
+            )
+            shards.append(out)
+        pairs = tmp_path / f"{variant}.pairs.parquet"
+        certificates = tmp_path / f"{variant}.certificates.parquet"
+        search.run_merge(
+            documents, [p for p, _ in shards], [c for _, c in shards], pairs, certificates
+        )
+        scores_path = tmp_path / f"{variant}.scores.parquet"
+        predictions_path = tmp_path / f"{variant}.predictions.parquet"
+        knn.run_evaluate(
+            documents,
+            splits,
+            {},
+            config["evaluation"],
+            "newsgroups",
+            variant,
+            scores_path,
+            neighbour_paths={slug: (str(pairs), str(certificates))},
+            predictions_path=predictions_path,
+        )
+        for name, path in (("scores", scores_path), ("predictions", predictions_path)):
+            listed = pq.read_table(path)
+            full = pq.read_table(data / variant / f"{name}.parquet")
+            full = full.filter(pc.equal(full.column("method"), method))
+            listed = listed.filter(pc.equal(listed.column("method"), method))
+            assert listed.num_rows == full.num_rows > 0, (variant, name)
+            assert listed.equals(full), (variant, name)
 
 
 # ------------------------------------------------------- numbers the README quotes

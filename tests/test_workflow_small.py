@@ -132,6 +132,9 @@ def knn_run(finished_run, tmp_path_factory):
     them run. Snakemake's log is kept: it shows each search job's declared resources."""
     workdir = tmp_path_factory.mktemp("wmdeval-knn") / "run"
     shutil.copytree(finished_run, workdir, symlinks=True)
+    # the full mode's n x n matrices go: knn mode must neither read nor write any
+    for matrices in workdir.glob("results/*/*/distances"):
+        shutil.rmtree(matrices)
     (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 2\n")
     run = snakemake(workdir, *CONFIG, "knn.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
@@ -151,13 +154,21 @@ def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_ru
     for full in scores:
         relative = full.relative_to(finished_run)
         assert (knn_run / relative).read_bytes() == full.read_bytes(), relative
-    assert (knn_run / "results" / "scores.parquet").read_bytes() == (
-        finished_run / "results" / "scores.parquet"
-    ).read_bytes()
+    for name in ("scores.parquet", "predictions.parquet"):
+        assert (knn_run / "results" / name).read_bytes() == (
+            finished_run / "results" / name
+        ).read_bytes(), name
     tables = list(knn_run.glob("results/*/*/neighbours/*.certificates.parquet"))
     # 2 datasets x 2 variants x (WMD, WMD-TF-IDF, WRD, and RWMD from WMD's search)
     assert len(tables) == 16
     assert len(list(knn_run.glob("results/*/*/neighbours/rwmd.certificates.parquet"))) == 4
+    # WCD and the cosine listed a block of queries at a time, in one shard each (small
+    # corpora), which evaluate reads as it is
+    for slug in ("wcd", "cosine-mean"):
+        shards = knn_run.glob(f"results/*/*/neighbour_shards/{slug}/*.certificates.parquet")
+        assert sorted(p.name for p in shards) == ["1-of-1.certificates.parquet"] * 4
+    # no n x n matrix of the variants on disk, only the 1,000-document samples'
+    assert not list(knn_run.glob("results/*/*/distances/*.parquet"))
 
 
 def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
@@ -461,6 +472,35 @@ def byo_run(finished_run, tmp_path_factory):
     run = snakemake(workdir, *CONFIG, "byo.yaml")
     assert run.returncode == 0, run.stderr[-5000:]
     return workdir
+
+
+@pytest.fixture(scope="module")
+def byo_knn_run(byo_run, tmp_path_factory):
+    """byo_run's config in knn mode: document vectors listed a block of queries at a
+    time (vector_neighbours), the precomputed matrix and the callable read as given."""
+    workdir = tmp_path_factory.mktemp("wmdeval-byo-knn") / "run"
+    shutil.copytree(byo_run, workdir, symlinks=True)
+    for matrix in workdir.glob("results/*/*/distances/vectors-*.parquet"):
+        matrix.unlink()
+    # two query shards of each listed method, combined (listed_neighbours)
+    (workdir / "knn.yaml").write_text("wmd:\n  mode: knn\n  search_shards: 2\n  list_shards: 2\n")
+    run = snakemake(workdir, *CONFIG, "byo.yaml", "knn.yaml")
+    assert run.returncode == 0, run.stderr[-5000:]
+    return workdir
+
+
+def test_your_vectors_in_knn_mode_score_as_their_matrices_byte_for_byte(byo_run, byo_knn_run):
+    for name in ("scores.parquet", "predictions.parquet"):
+        assert (byo_knn_run / "results" / name).read_bytes() == (
+            byo_run / "results" / name
+        ).read_bytes(), name
+    listed = byo_knn_run.glob("results/*/*/neighbours/vectors-*.certificates.parquet")
+    # 2 datasets x 2 variants x (onehot l1 and cosine, onehotnpy l1), each of 2 shards
+    assert len(list(listed)) == 12
+    shards = byo_knn_run.glob("results/*/*/neighbour_shards/vectors-*/2-of-2.parquet")
+    assert len(list(shards)) == 12
+    assert not list(byo_knn_run.glob("results/*/*/distances/vectors-*.parquet"))
+    assert list(byo_knn_run.glob("results/*/*/sample/distances/vectors-*.parquet"))
 
 
 SCORE_FIELDS = ("param", "val_accuracy", "test_error", "n_test", "n_test_empty")

@@ -34,6 +34,7 @@ from wmdeval.planning.plan import (
     OTHER_JOB_SECONDS as PLAN_OTHER_SECONDS,
     job_name,
     job_seconds as planned_job_seconds,
+    listed_shard_count,
     search_shard_count,
 )
 from wmdeval.planning.wall import (
@@ -59,6 +60,7 @@ from wmdeval.planning.resources import (
     matrix_job_mem_mb as wmd_matrix_job_mem_mb,
     embedding_matrix_mem_mb,
     embedding_matrix_runtime,
+    listed_resources as wmd_listed_resources,
     evaluate_mem_mb,
     kusner_ingest_mem_mb,
     subset_mem_mb,
@@ -273,10 +275,11 @@ RWMD_FROM_SEARCH = "rwmd" in DENSE_SLUGS and "wmd" in WMD_SLUGS
 
 def listed_slugs(dataset):
     """knn mode: the methods evaluate reads as neighbour tables (the transport methods,
-    and RWMD when WMD's search lists it); none in full mode."""
+    RWMD from WMD's search when it lists it, and the dense methods listed a block of
+    queries at a time, LISTED_DENSE_SLUGS); none in full mode."""
     if wmd_mode(dataset) != "knn":
         return []
-    return WMD_SLUGS + (["rwmd"] if RWMD_FROM_SEARCH else [])
+    return WMD_SLUGS + (["rwmd"] if RWMD_FROM_SEARCH else []) + LISTED_DENSE_SLUGS
 
 
 def dense_slugs(dataset):
@@ -292,6 +295,47 @@ EMBEDDING_MATRIX_SLUGS = [m.slug for m in BEYOND_METHODS if m.kind == "matrix"]
 VECTOR_METHODS = config["methods"]["vectors"]
 MATRIX_METHODS = config["methods"]["matrices"]
 CALLABLE_METHODS = config["methods"]["callables"]
+# knn mode: the dense methods whose neighbour lists a job computes a block of queries at
+# a time (embedding_neighbours, vector_neighbours), with no n x n matrix: WCD, the cosine
+# of mean vectors, RWMD when WMD's search does not list it, and users' document vectors.
+# A user's precomputed matrix and callable keep their full matrix (read as given).
+LISTED_EMBEDDING_SLUGS = [
+    s
+    for s in DENSE_SLUGS
+    if s in EMBEDDING_MATRIX_SLUGS and not (RWMD_FROM_SEARCH and s == "rwmd")
+]
+LISTED_DENSE_SLUGS = LISTED_EMBEDDING_SLUGS + [
+    s for s in DENSE_SLUGS if s.startswith("vectors-")
+]
+# Query shards of those lists per dataset in knn mode (wmd.list_shards; auto: sized by its
+# planned documents, each job at most about 2 minutes), never by --cores: (count, why),
+# said once.
+LISTED_SHARDS = {
+    d: listed_shard_count(
+        config["wmd"]["list_shards"],
+        PLANNED_DOCUMENTS[d],
+        {"vectors" if s.startswith("vectors-") else s for s in LISTED_DENSE_SLUGS},
+    )
+    for d in DATASETS
+}
+if LISTED_DENSE_SLUGS and any(wmd_mode(d) == "knn" for d in DATASETS):
+    print(
+        "wmdeval: query shards of the listed methods' neighbour lists ("
+        + ", ".join(LISTED_DENSE_SLUGS)
+        + "): "
+        + ", ".join(
+            f"{d}={n} ({why})"
+            for d, (n, why) in LISTED_SHARDS.items()
+            if wmd_mode(d) == "knn"
+        ),
+        file=sys.stderr,
+    )
+# knn mode: the dense methods with a full matrix per variant (the sample's is cut from it)
+MATRIX_SLUGS = [
+    s
+    for s in DENSE_SLUGS
+    if s not in LISTED_DENSE_SLUGS and not (RWMD_FROM_SEARCH and s == "rwmd")
+]
 
 
 def transport_weighting(wildcards):
@@ -322,6 +366,31 @@ def neighbour_tables(dataset, variant, slug):
     return [f"{root}.parquet", f"{root}.certificates.parquet"]
 
 
+def listed_shards(dataset):
+    """knn mode: the query shards ("1-of-N") of each listed dense method's neighbour
+    lists of ``dataset``, sized by its planned documents (LISTED_SHARDS)."""
+    n = LISTED_SHARDS[dataset][0]
+    return [f"{k}-of-{n}" for k in range(1, n + 1)]
+
+
+def listed_shard_files(wildcards, suffix):
+    """A listed method's shard files (``suffix``: ".parquet" or ".certificates.parquet")."""
+    root = f"results/{wildcards.dataset}/{wildcards.variant}/neighbour_shards"
+    return [
+        f"{root}/{wildcards.listed}/{shard}{suffix}"
+        for shard in listed_shards(wildcards.dataset)
+    ]
+
+
+def method_tables(dataset, variant, slug):
+    """knn mode: the neighbour table (pairs, certificates) evaluate reads for ``slug``: a
+    listed dense method's one shard as it is written, else the combined table."""
+    if slug in LISTED_DENSE_SLUGS and LISTED_SHARDS[dataset][0] == 1:
+        root = f"results/{dataset}/{variant}/neighbour_shards/{slug}/1-of-1"
+        return [f"{root}.parquet", f"{root}.certificates.parquet"]
+    return neighbour_tables(dataset, variant, slug)
+
+
 def evaluate_inputs(wildcards):
     """The variant's documents and splits, and per WMD method its matrix (full mode) or
     its neighbour table (knn mode)."""
@@ -332,7 +401,7 @@ def evaluate_inputs(wildcards):
     }
     if wmd_mode(d) == "knn":
         inputs["neighbours"] = [
-            p for s in listed_slugs(d) for p in neighbour_tables(d, v, s)
+            p for s in listed_slugs(d) for p in method_tables(d, v, s)
         ]
     else:
         inputs["matrices"] = [wmd_matrix(d, v, slug) for slug in WMD_SLUGS]
@@ -762,6 +831,8 @@ wildcard_constraints:
     method="wmd|wmd-tfidf|wrd|wmd-pca[0-9]+",
     # dense methods: built-in ones and users' (vectors-<name>-<metric>, matrix-, callable-)
     embedding_method=names_regex(EMBEDDING_MATRIX_SLUGS),
+    listed_embedding=names_regex(LISTED_EMBEDDING_SLUGS),
+    listed=names_regex(LISTED_DENSE_SLUGS),
     vectors=names_regex(VECTOR_METHODS),
     vector_metric="cosine|l2|l1",
     user_matrix=names_regex(MATRIX_METHODS),
@@ -853,6 +924,23 @@ def user_vectors_inputs(wildcards):
     if spec.get("ids"):
         inputs["ids"] = dataset_path(spec["ids"], wildcards.dataset)
     return inputs
+
+
+def sample_user_vectors_inputs(wildcards):
+    """user_vectors_inputs for the variant's seeded sample (knn mode)."""
+    inputs = user_vectors_inputs(wildcards)
+    inputs["documents"] = (
+        f"results/{wildcards.dataset}/{wildcards.variant}/sample/documents.parquet"
+    )
+    return inputs
+
+
+def listed_job_resources(wildcards, input, method, attempt):
+    """mem_mb and runtime of an embedding_neighbours or vector_neighbours job (one query
+    shard of a method's neighbour lists)."""
+    planned = planned_rows(wildcards.dataset, input.documents)
+    n_shards = int(wildcards.shard.split("-of-")[1])
+    return wmd_listed_resources(input.documents, method, n_shards, attempt, planned)
 
 
 def user_matrix_file(wildcards):

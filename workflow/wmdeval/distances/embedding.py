@@ -21,6 +21,7 @@ WMD's (RWMD's are its knn search's bounds', rounded to float32: see
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -174,6 +175,53 @@ def embedding_matrix(
     return matrix
 
 
+def embedding_rows(inputs: WmdInputs, method: str) -> tuple[Callable, np.ndarray]:
+    """(rows_of, undefined) of the ``method`` (one of METHODS) for knn mode's neighbour
+    lists (:mod:`.neighbour_lists`): ``rows_of(queries)`` gives float64 [len(queries), n],
+    the rows of :func:`embedding_matrix` bit for bit (each entry is computed from its
+    two documents alone: cdist's per-pair sums, RWMD's rows of their own query), without
+    the matrix; ``undefined``: bool per document, the matrix's NaN rows."""
+    if method not in METHODS:
+        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    n = inputs.n
+    if method == "rwmd":
+        filled = ~inputs.empty
+
+        def relaxed_rows(queries: np.ndarray) -> np.ndarray:
+            out = np.full((len(queries), n), np.nan)
+            at = np.flatnonzero(filled[queries])
+            if len(at):
+                band = queries[at]
+                with _blas().limit(limits=1, user_api="blas"):
+                    lower = bounds.LowerBounds(inputs, band, overlap=False)
+                    out[at] = lower.rows(np.arange(len(band)), omr=False, wcd=False)
+                out[at, band] = 0.0
+            return out
+
+        return relaxed_rows, inputs.empty.copy()
+    means = bounds.centroids(inputs)
+    if method == "wcd":
+        keep, metric = np.flatnonzero(~inputs.empty), "euclidean"
+    else:
+        lengths = np.linalg.norm(means, axis=1)
+        keep, metric = np.flatnonzero(~inputs.empty & (lengths > 0)), "cosine"
+    kept = np.zeros(n, dtype=bool)
+    kept[keep] = True
+
+    def spread_rows(queries: np.ndarray) -> np.ndarray:
+        out = np.full((len(queries), n), np.nan)
+        at = np.flatnonzero(kept[queries])
+        if len(at):
+            rows = cdist(means[queries[at]], means[keep], metric)
+            if metric == "cosine":
+                np.clip(rows, 0.0, 2.0, out=rows)
+            out[np.ix_(at, keep)] = rows
+            out[at, queries[at]] = 0.0  # as _spread's diagonal
+        return out
+
+    return spread_rows, ~kept
+
+
 __all__ = [
     "METHODS",
     "ROW_CHUNK",
@@ -182,7 +230,9 @@ __all__ = [
     "mean_vector_cosine_matrix",
     "relaxed_wmd_matrix",
     "embedding_matrix",
+    "embedding_rows",
     "run_embedding_matrix",
+    "run_embedding_neighbours",
 ]
 
 
@@ -220,3 +270,45 @@ def run_embedding_matrix(
         int(np.isnan(np.diagonal(matrix)).sum()),
     )
     io.write_distances(matrix, doc_ids, out_path, metadata={"method": method})
+
+
+def run_embedding_neighbours(
+    documents_path,
+    splits_path,
+    embeddings_path,
+    method: str,
+    settings: Mapping | None,
+    shard: int,
+    n_shards: int,
+    out_pairs,
+    out_certificates,
+) -> None:
+    """knn mode: write the ``method``'s neighbour tables (NEIGHBOUR_PAIRS and
+    NEIGHBOUR_CERTIFICATES) of query shard ``shard`` (0-based) of ``n_shards``: each
+    query role's top k under the evaluation ``settings`` and the splits, with the values
+    of :func:`run_embedding_matrix`'s matrix, a block of rows at a time
+    (:func:`~.neighbour_lists.neighbour_lists`). Bad input is a WmdevalError."""
+    from .neighbour_lists import neighbour_lists, no_words, write_lists
+
+    if method not in METHODS:
+        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    documents = io.read_documents(documents_path).sort_by("doc_id")
+    if np.any(np.diff(documents.column("doc_id").to_numpy()) == 0):
+        raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
+    inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
+    _log_empty(documents, inputs)
+    folds = io.fold_indices(io.read_splits(splits_path), inputs.doc_ids)
+    rows_of, undefined = embedding_rows(inputs, method)
+    without_words = no_words(documents)
+    tables = neighbour_lists(
+        inputs.doc_ids,
+        without_words | undefined,
+        undefined & ~without_words,
+        folds,
+        settings,
+        rows_of,
+        shard,
+        n_shards,
+        report=f"embedding-neighbours {method} shard {shard + 1}/{n_shards}",
+    )
+    write_lists(tables, out_pairs, out_certificates)

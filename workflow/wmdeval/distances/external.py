@@ -290,8 +290,16 @@ def _vector_chunk(
     and d(x, y) == d(y, x) exactly. (A BLAS product would be faster, but its rounding can
     depend on the shape of the block.)
     """
-    rows = columns[:, start:stop]
-    total = np.zeros((stop - start, columns.shape[1]))
+    return _vector_rows(columns, slice(start, stop), metric, norms)
+
+
+def _vector_rows(
+    columns: np.ndarray, at: slice | np.ndarray, metric: str, norms: np.ndarray | None
+) -> np.ndarray:
+    """The rows ``at`` (a slice or positions) of the distance matrix of ``columns``, by
+    the same operations as :func:`_vector_chunk`, hence the same bits."""
+    rows = columns[:, at]
+    total = np.zeros((rows.shape[1], columns.shape[1]))
     term = np.empty_like(total)
     for k in range(columns.shape[0]):
         if metric == "cosine":
@@ -306,10 +314,35 @@ def _vector_chunk(
     if metric == "l2":
         return np.sqrt(total, out=total)
     if metric == "cosine":
-        cosine = total / (norms[start:stop, None] * norms[None, :])  # 0/0: NaN
+        cosine = total / (norms[at][:, None] * norms[None, :])  # 0/0: NaN
         # 1 - cos rounds to just outside [0, 2] for (anti)parallel vectors
         return np.clip(1.0 - cosine, 0.0, 2.0)
     return total
+
+
+def _vector_columns(
+    doc_ids: np.ndarray, vec_ids: np.ndarray, vectors: np.ndarray, metric: str, source: str
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(the vectors of ``doc_ids`` transposed [dim, n], their norms for the cosine (else
+    None), bool per document: undefined) for :func:`_vector_rows`; checked as
+    :func:`vector_distance_matrix` says."""
+    _check_metric(metric)
+    doc_ids = np.asarray(doc_ids)
+    index = _rows_by_id(doc_ids, vec_ids, source, "vector")
+    x = np.asarray(vectors, dtype=np.float64)[index]
+    if np.isinf(x).any():
+        raise io.WmdevalError(f"{source}: the vectors hold infinite values")
+    n = len(x)
+    columns = np.ascontiguousarray(x.T)  # [dim, n]: dimension k of every vector, contiguous
+    undefined = np.isnan(x).any(axis=1)
+    norms = None
+    if metric == "cosine":
+        squares = np.zeros(n)
+        for k in range(columns.shape[0]):  # same order of additions as the chunks' sums
+            squares += columns[k] * columns[k]
+        norms = np.sqrt(squares)
+        undefined |= norms == 0
+    return columns, norms, undefined
 
 
 def vector_distance_matrix(
@@ -335,22 +368,8 @@ def vector_distance_matrix(
     unknown metric, an infinite value or an overflowing distance is a one-line WmdevalError
     naming ``source``.
     """
-    _check_metric(metric)
-    doc_ids = np.asarray(doc_ids)
-    index = _rows_by_id(doc_ids, vec_ids, source, "vector")
-    x = np.asarray(vectors, dtype=np.float64)[index]
-    if np.isinf(x).any():
-        raise io.WmdevalError(f"{source}: the vectors hold infinite values")
-    n = len(x)
-    columns = np.ascontiguousarray(x.T)  # [dim, n]: dimension k of every vector, contiguous
-    undefined = np.isnan(x).any(axis=1)
-    norms = None
-    if metric == "cosine":
-        squares = np.zeros(n)
-        for k in range(columns.shape[0]):  # same order of additions as the chunks' sums
-            squares += columns[k] * columns[k]
-        norms = np.sqrt(squares)
-        undefined |= norms == 0
+    columns, norms, undefined = _vector_columns(doc_ids, vec_ids, vectors, metric, source)
+    n = columns.shape[1]
     step = chunk_rows if chunk_rows else max(1, CHUNK_ENTRIES // max(n, 1))
     if step < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
@@ -371,6 +390,36 @@ def vector_distance_matrix(
             f"{int(doc_ids[c])} overflows float64 (values too large)"
         )
     return matrix
+
+
+def vector_rows(
+    doc_ids: np.ndarray, vec_ids: np.ndarray, vectors: np.ndarray, metric: str, source: str
+) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+    """(rows_of, undefined) for knn mode's neighbour lists
+    (:mod:`~wmdeval.distances.neighbour_lists`): ``rows_of(queries)`` gives the rows of
+    :func:`vector_distance_matrix` at those positions, float64 [len(queries), n], bit for
+    bit, without the matrix; ``undefined``: bool per document, its NaN rows. Bad input
+    and an overflowing distance are the same one-line WmdevalErrors."""
+    columns, norms, undefined = _vector_columns(doc_ids, vec_ids, vectors, metric, source)
+
+    def rows_of(queries: np.ndarray) -> np.ndarray:
+        queries = np.asarray(queries, dtype=np.int64)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            rows = _vector_rows(columns, queries, metric, norms)
+        rows[undefined[queries], :] = np.nan
+        rows[:, undefined] = np.nan
+        mine = np.arange(len(queries))
+        rows[mine, queries] = np.where(undefined[queries], np.nan, 0.0)
+        overflow = np.isinf(rows)
+        if overflow.any():
+            r, c = np.argwhere(overflow)[0]
+            raise io.WmdevalError(
+                f"{source}: the {metric} distance of doc_id {int(doc_ids[queries[r]])} x "
+                f"doc_id {int(doc_ids[c])} overflows float64 (values too large)"
+            )
+        return rows
+
+    return rows_of, undefined
 
 
 # ---------------------------------------------------------------------------------------------
@@ -706,3 +755,45 @@ def run_precomputed_matrix(documents_path, matrix_path, out_path) -> None:
     matrix = read_precomputed_matrix(matrix_path, doc_ids)
     LOG.info("%d x %d submatrix of %s", len(doc_ids), len(doc_ids), matrix_path)
     io.write_distances(matrix, doc_ids, out_path, metadata={"matrix": Path(matrix_path).name})
+
+
+def run_vector_neighbours(
+    documents_path,
+    splits_path,
+    vectors_path,
+    ids_path=None,
+    *,
+    metric: str,
+    settings,
+    shard: int,
+    n_shards: int,
+    out_pairs,
+    out_certificates,
+) -> None:
+    """knn mode: write the neighbour tables (NEIGHBOUR_PAIRS and NEIGHBOUR_CERTIFICATES)
+    of query shard ``shard`` (0-based) of ``n_shards`` under the ``metric`` distance of
+    the user's document vectors: each query role's top k under the evaluation
+    ``settings`` and the splits, with the values of :func:`run_vector_matrix`'s matrix,
+    a block of rows at a time (:func:`~wmdeval.distances.neighbour_lists.neighbour_lists`).
+    Bad input is a one-line WmdevalError and nothing is written."""
+    from .neighbour_lists import neighbour_lists, no_words, write_lists
+
+    _check_metric(metric)
+    documents = _sorted_documents(documents_path)
+    doc_ids = documents.column("doc_id").to_numpy()
+    folds = io.fold_indices(io.read_splits(splits_path), doc_ids)
+    vec_ids, vectors = read_document_vectors(vectors_path, ids_path)
+    rows_of, undefined = vector_rows(doc_ids, vec_ids, vectors, metric, str(vectors_path))
+    without_words = no_words(documents)
+    tables = neighbour_lists(
+        doc_ids,
+        without_words | undefined,
+        undefined & ~without_words,
+        folds,
+        settings,
+        rows_of,
+        shard,
+        n_shards,
+        report=f"vector-neighbours {metric} shard {shard + 1}/{n_shards}",
+    )
+    write_lists(tables, out_pairs, out_certificates)

@@ -19,8 +19,9 @@ import scipy.sparse as sp
 
 from ..core import io
 from ..core.methods import Method, as_method, method_by_slug
-from ..core.variant import DenseDistances, Distances, NeighbourTable, Variant
+from ..core.variant import DenseDistances, Distances, NeighbourTable, Variant, positions
 from . import baselines
+from .neighbour_lists import undefined_ids
 
 
 class BaselineDistances(Distances):
@@ -171,9 +172,10 @@ def prepare_variant(
     returns them, or a function returning that when called, e.g. a reader of the file:
     then the matrix is read when first used and dropped when the next one is, see
     :class:`MatricesOneAtATime`); each matrix must hold every document.
-    ``neighbour_tables``: WMD methods searched in ``wmd.mode: knn`` instead, slug ->
-    (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables; empty documents are those without
-    mass under the method's weighting."""
+    ``neighbour_tables``: methods searched or listed in ``wmd.mode: knn`` instead, slug
+    -> (NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES) tables; empty documents are those without
+    mass under the method's weighting, and those certified undefined
+    (:data:`~.neighbour_lists.UNDEFINED`: WCD, the cosine, a user's vectors)."""
     documents = documents.sort_by("doc_id")
     doc_ids = documents.column("doc_id").to_numpy()
     counts, _ = baselines.count_matrix(documents)
@@ -201,6 +203,11 @@ def prepare_variant(
         if slug in held or slug in loaders:
             raise io.WmdevalError(f"{_matrix_name(slug)}: given as a matrix and a neighbour table")
         empty = _no_tfidf_mass(counts) if slug == "wmd-tfidf" else no_words
+        # the documents with words a listed method leaves undefined (neighbour_lists)
+        undefined, certificates = undefined_ids(certificates)
+        if len(undefined):
+            empty = empty.copy()
+            empty[positions(doc_ids, undefined, f"{_matrix_name(slug)} (neighbour table)")] = True
         held[slug] = NeighbourTable.from_tables(
             doc_ids, pairs, certificates, empty, f"{_matrix_name(slug)} (neighbour table)"
         )

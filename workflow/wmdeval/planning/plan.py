@@ -17,9 +17,11 @@ speed-up of a job's threads where they share its work.
   documents once they exist; before that, the planned documents' pairs by the same model
   at the dataset's planned distinct words per document (a paper corpus: its Table 1,
   :data:`~wmdeval.planning.modes.KUSNER_WORDS`), else at :data:`PLANNED_PAIR_SECONDS`;
-* ``embedding_matrix``, ``sample_rwmd_matrix``: :data:`DENSE_JOB_SECONDS` plus
+* ``embedding_matrix``, ``sample_embedding_matrix``: :data:`DENSE_JOB_SECONDS` plus
   :data:`DENSE_SECONDS_PER_ENTRY` per entry of the n x n matrix (its threads do not divide
   it);
+* ``embedding_neighbours``, ``vector_neighbours`` (a query shard of a dense method's
+  neighbour lists, knn mode): :func:`~wmdeval.planning.resources.listed_seconds`;
 * ``evaluate``: :data:`EVALUATE_JOB_SECONDS` plus, per entry of the n x n matrix,
   :data:`EVALUATE_SECONDS_PER_ENTRY` and :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold;
 * every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
@@ -104,7 +106,9 @@ SEARCH_RULES = ("wmd_search", "wmd_search_with_rwmd")
 #: Rules whose jobs solve a block of a WMD matrix.
 BLOCK_RULES = ("wmd_block", "wmd_sample_block")
 #: Rules whose jobs compute a dense matrix from word vectors.
-EMBEDDING_RULES = ("embedding_matrix", "sample_rwmd_matrix")
+EMBEDDING_RULES = ("embedding_matrix", "sample_embedding_matrix")
+#: Rules whose jobs list a dense method's neighbours, a query shard each (knn mode).
+LISTED_RULES = ("embedding_neighbours", "vector_neighbours")
 #: Rules whose jobs evaluate the classifiers.
 EVALUATE_RULES = ("evaluate", "evaluate_allwords")
 #: Rules that only name the outputs (no command).
@@ -138,6 +142,28 @@ def search_shard_count(value, planned: Iterable[int | None], threads: int) -> tu
         f"auto: {largest:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min of wall"
         f" time per search job on {threads} thread(s)"
     )
+
+
+def listed_shard_count(
+    value, planned: int | None, methods: Iterable[str] = ("wcd",)
+) -> tuple[int, str]:
+    """(shards, why) for ``wmd.list_shards``: the query shards of the neighbour lists of
+    each dense method listed in knn mode (WCD, the cosine, RWMD when WMD's search does
+    not list it, document vectors) of a dataset of ``planned`` documents: the number
+    itself, or for ``auto`` the fewest shards that plan each job of the costliest of
+    ``methods`` (slugs, "vectors" for document vectors) at most
+    :data:`AUTO_SHARD_SECONDS` (one thread,
+    :func:`~wmdeval.planning.resources.listed_seconds`), 1 if the size is unknown. Only
+    the config and the planned documents decide it, never ``--cores``."""
+    from .resources import LISTED_JOB_SECONDS, listed_seconds
+
+    if value != "auto":
+        return int(value), "set in config"
+    if not planned:
+        return 1, "size unknown"
+    work = max(listed_seconds(None, m, 1, planned) for m in methods) - LISTED_JOB_SECONDS
+    shards = max(1, math.ceil(work / (AUTO_SHARD_SECONDS - LISTED_JOB_SECONDS)))
+    return shards, (f"auto: {planned:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min a job")
 
 
 def shard_fixed_seconds(documents: int | None) -> float:
@@ -251,6 +277,15 @@ def job_seconds(
         n_blocks = int(wildcards["block"].split("-of-")[1])
         seconds = block_seconds(inputs.get("documents"), n_blocks, planned, words)
         return seconds, True, "model"
+    if rule in LISTED_RULES:
+        from .resources import listed_seconds
+
+        n_shards = int(wildcards["shard"].split("-of-")[1])
+        method = wildcards.get("listed_embedding", "vectors")
+        seconds = listed_seconds(inputs.get("documents"), method, n_shards, planned)
+        if seconds is None:
+            return OTHER_JOB_SECONDS, False, "other"
+        return seconds, False, "model"
     if rule in EMBEDDING_RULES + EVALUATE_RULES:
         from .resources import document_rows
 
@@ -329,6 +364,7 @@ __all__ = [
     "shard_fixed_seconds",
     "AUTO_SHARD_SECONDS",
     "search_shard_count",
+    "listed_shard_count",
     "search_seconds",
     "forecast_seconds",
     "planned_pair_seconds",

@@ -314,6 +314,8 @@ PLANNED_VOCABULARY = 50_000
 
 
 def _vocabulary(documents_path) -> int:
+    if documents_path is None:
+        return PLANNED_VOCABULARY
     try:
         stat = os.stat(documents_path)
     except OSError:
@@ -381,6 +383,71 @@ def embedding_matrix_seconds(documents_path, method: str, planned: int | None = 
     if method == "rwmd":
         seconds += RWMD_SECONDS_PER_DOCUMENT_WORD * n * _vocabulary(documents_path)
     return seconds
+
+
+#: knn mode's neighbour lists of a dense method (rules embedding_neighbours,
+#: vector_neighbours): entries (query rows x documents) of one block of rows, as
+#: ``wmdeval.distances.neighbour_lists.BLOCK_ENTRIES`` (tests/test_neighbour_lists.py
+#: checks they agree).
+LISTED_BLOCK_ENTRIES = 1 << 22
+
+#: Expected CPU seconds of a listed method's job: LISTED_JOB_SECONDS (start-up, reading
+#: and preparing the documents and vectors) plus, per query row entry (each query's row
+#: to every document and its ranking in its candidate lists), LISTED_SECONDS_PER_ENTRY
+#: for WCD and the cosine and VECTORS_SECONDS_PER_ENTRY for document vectors; measured on
+#: one of 16 query shards of 85,635 passages of 20 Newsgroups at 50-d
+#: (benchmarks/results/listed_neighbours.json: WCD 1.13e-7, cosine 1.11e-7, vectors
+#: 2.12e-7 CPU-s per entry, start-up included; 1.33e-7, 1.22e-7 and 2.34e-7 in an
+#: earlier run of the same command on the machine more loaded, which these round up;
+#: about 0.8 s of start-up, fitted with a 10,705-passage subset). RWMD (listed only when
+#: WMD is not run): RWMD_SECONDS_PER_DOCUMENT_WORD more.
+LISTED_JOB_SECONDS = 2.0
+LISTED_SECONDS_PER_ENTRY = 1.3e-7
+VECTORS_SECONDS_PER_ENTRY = 2.4e-7
+
+
+def listed_seconds(
+    documents_path, method: str, n_shards: int, planned: int | None = None
+) -> float | None:
+    """Expected CPU seconds of one query shard of ``n_shards`` of a listed method's
+    neighbour lists (``method``: wcd, rwmd, cosine-mean or "vectors"; every document a
+    query, as with five folds: a one-fold corpus has fewer, about 57 % of 20 Newsgroups'
+    passages); None if the documents are unknown."""
+    n = document_rows(documents_path, planned)
+    if n is None:
+        return None
+    per_entry = VECTORS_SECONDS_PER_ENTRY if method == "vectors" else LISTED_SECONDS_PER_ENTRY
+    seconds = per_entry * n * n
+    if method == "rwmd":
+        seconds += RWMD_SECONDS_PER_DOCUMENT_WORD * n * _vocabulary(documents_path)
+    return LISTED_JOB_SECONDS + seconds / max(n_shards, 1)
+
+
+def listed_resources(
+    documents_path, method: str, n_shards: int, attempt: int = 1, planned: int | None = None
+) -> dict[str, int]:
+    """mem_mb and runtime (minutes) of one query shard of a listed method's neighbour
+    lists (``method``: wcd, rwmd, cosine-mean or "vectors"): no n x n matrix, a block of
+    LISTED_BLOCK_ENTRIES rows at a time and its ranking (ten float64 copies of it), 800
+    MB for the package, documents and vectors, 3 kB per document (its lists' pairs and
+    certificates, the query roles); RWMD's bounds hold the block's words' float32 costs
+    to every document (at most 100 distinct words a row) and every word's to the
+    block's. Runtime: 10 minutes and 3 times :func:`listed_seconds`. Both doubled per
+    retry; before the documents exist, from the ``planned`` count; 2000 MB and 60
+    minutes if unknown."""
+    n = document_rows(documents_path, planned)
+    if n is None:
+        return {"mem_mb": 2000 * attempt, "runtime": 60 * attempt}
+    rows = max(1, LISTED_BLOCK_ENTRIES // n)
+    mb = 800 + 10 * 8 * rows * n / 1e6 + 3e-3 * n
+    if method == "rwmd":
+        vocabulary = _vocabulary(documents_path)
+        mb += (4 * min(vocabulary, 100 * rows) * n + 16 * vocabulary * rows) / 1e6
+    seconds = listed_seconds(documents_path, method, n_shards, planned)
+    return {
+        "mem_mb": int(np.ceil(mb)) * attempt,
+        "runtime": int(np.ceil(10 + 3 * seconds / 60)) * 2 ** (attempt - 1),
+    }
 
 
 def kusner_ingest_mem_mb(mat_path, attempt: int = 1) -> int:
