@@ -412,6 +412,8 @@ def test_auto_list_shards_by_hand():
         "auto: 85,635 documents, at most 2 min a job",
     )
     assert plan.listed_shard_count("auto", None) == (1, "size unknown")
+    # a dataset in knn mode that lists none of them (the paper's 14 methods alone)
+    assert plan.listed_shard_count("auto", 85_635, set()) == (1, "no method listed")
     assert plan.listed_shard_count(4, 85_635) == (4, "set in config")
     # the costliest listed method decides: document vectors, 2.4e-7 an entry -> 15;
     # RWMD (listed without WMD) adds 1 us per document and planned word (50,000) -> 45

@@ -161,6 +161,8 @@ def listed_shard_count(
         return int(value), "set in config"
     if not planned:
         return 1, "size unknown"
+    if not methods:
+        return 1, "no method listed"
     work = max(listed_seconds(None, m, 1, planned) for m in methods) - LISTED_JOB_SECONDS
     shards = max(1, math.ceil(work / (AUTO_SHARD_SECONDS - LISTED_JOB_SECONDS)))
     return shards, (f"auto: {planned:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min a job")
