@@ -716,6 +716,37 @@ def test_evaluate_fold_reads_only_neighbours(tiny):
         )
 
 
+def test_neighbour_table_ranks_a_block_of_rows_at_a_time(tiny, monkeypatch, small_blocks):
+    """A neighbour table's rankings a few rows at a time (its dense working arrays are
+    rows x candidates) are those of the dense matrix in one block."""
+    from wmdeval.core.roles import query_roles
+    from wmdeval.core.variant import NeighbourTable, rank_neighbours
+
+    documents, splits, wmd = tiny
+    variant = prepare_variant(documents, splits, wmd)
+    dense = variant.wmd["wmd"]
+    roles = query_roles(variant.folds, dense.empty, None)
+    table = NeighbourTable.from_distances(dense, roles)
+    blocks = []
+    monkeypatch.setattr(NeighbourTable, "_held", counting(NeighbourTable._held, blocks))
+    for role in roles:
+        got = table.nearest(role.queries, role.candidates, role.k)
+        want = rank_neighbours(dense.block(role.queries, role.candidates), role.k)
+        assert np.array_equal(got.index, want)
+    assert len(blocks) > len(roles)
+    assert all(rows <= SMALL_BLOCK_ROWS * 40 // cols for rows, cols in blocks)
+
+
+def counting(method, sizes):
+    """``method`` (rows and cols its first arguments after self) noting their lengths."""
+
+    def counted(self, rows, cols, *args):
+        sizes.append((len(rows), len(cols)))
+        return method(self, rows, cols, *args)
+
+    return counted
+
+
 def test_pca_wmd_matrices_are_evaluated_as_extra_methods(tiny):
     documents, splits, wmd = tiny
     matrices = {**wmd, "wmd-pca10": wmd["wmd"], "wmd-pca5": wmd["wmd"]}

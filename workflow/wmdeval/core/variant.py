@@ -479,14 +479,15 @@ class NeighbourTable(Distances):
             raise WmdevalError(
                 "neighbour table: some rows were not searched among these candidates"
             )
-        for start in range(0, len(inner), 2048):
-            part = inner[start : start + 2048]
+        step = ranking_rows(len(cols))  # rows x cols of dense working arrays per block
+        for start in range(0, len(inner), step):
+            part = inner[start : start + step]
             dist = self._held(rows[part], cols, np.inf)  # inf: never a neighbour
             got = rank_neighbours(dist, k)
             index[part] = got
             got_distance = _with_distances(got, dist).distance
             distance[part] = got_distance
-            at = found[start : start + 2048]
+            at = found[start : start + step]
             # Compared as the ranking compares: a candidate left unsolved has a key above
             # the k-th's, so it can neither be nearer nor tie with it.
             complete = np.isinf(cert_bound[at]) | (
