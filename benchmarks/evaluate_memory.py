@@ -12,12 +12,12 @@ inf. What the job holds for a table depends on its number of pairs only, so the 
 the real job's; the WMD scores are meaningless and not reported.
 
 The job runs as a child process (``wmdeval evaluate``); its peak RSS is the child's
-``ru_maxrss``; its CPU time is user + system.
+``ru_maxrss`` (``os.wait4``); its CPU time is user + system. ``--compare DIR`` runs it again
+with another checkout's code first on PYTHONPATH (``DIR`` its ``workflow/``) on the same
+inputs, and says whether both wrote the same bytes of scores and predictions.
 
     .venv/bin/python benchmarks/evaluate_memory.py [--every 2 | --size 20000 --seed 0]
-
-Run the same command with ``PYTHONPATH=<another checkout>/workflow`` to measure another
-version of the code on the same inputs.
+        [--compare ../main/workflow] [--record]
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import passages  # noqa: E402
+import record  # noqa: E402
 
 from wmdeval.core import io, schemas  # noqa: E402
 from wmdeval.core.roles import candidates_key, query_roles  # noqa: E402
@@ -99,77 +99,108 @@ def inputs(workdir: Path, every: int, size: int | None, seed: int, pairs_per_que
     return table.num_rows, documents, splits, tables
 
 
+DECLARED = """
+import json, sys
+from wmdeval.planning import resources
+documents, tables = sys.argv[1], json.loads(sys.argv[2])
+try:  # a version that takes the dense matrices and the tables
+    print(resources.evaluate_mem_mb(documents, dense_matrices=0, neighbour_pairs=tables))
+except TypeError:
+    print(resources.evaluate_mem_mb(documents))
+"""
+
+
+def measure(workdir: Path, tables: dict, name: str, pythonpath: str | None) -> dict:
+    """Run ``wmdeval evaluate`` on the inputs in ``workdir`` as a child (with
+    ``pythonpath`` first on PYTHONPATH: another checkout's code); its peak RSS, wall, CPU
+    and the declaration of that code."""
+    env = os.environ.copy()
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    out = workdir / name
+    out.mkdir()
+    command = [
+        "wmdeval",
+        "evaluate",
+        "--documents",
+        str(workdir / "documents.parquet"),
+        "--splits",
+        str(workdir / "splits.parquet"),
+        "--wmd",
+        "{}",
+        "--neighbours",
+        json.dumps(tables),
+        "--settings",
+        "{}",
+        "--dataset",
+        "passages",
+        "--variant",
+        "original",
+        "--out",
+        str(out / "scores.parquet"),
+        "--out-predictions",
+        str(out / "predictions.parquet"),
+    ]
+    with open(out / "evaluate.log", "w") as log:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stderr=log, env=env)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status):
+        sys.exit((out / "evaluate.log").read_text()[-3000:])
+    pairs = json.dumps([p for p, _ in tables.values()])
+    declared = subprocess.run(
+        [sys.executable, "-c", DECLARED, str(workdir / "documents.parquet"), pairs],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {
+        "code": pythonpath or "this checkout",
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "declared_mem_mb": int(declared),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=2)
     parser.add_argument("--size", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pairs-per-query", type=int, default=42)
+    parser.add_argument(
+        "--compare",
+        default=None,
+        metavar="WORKFLOW_DIR",
+        help="also run another checkout's code (its workflow/ directory) on the same inputs",
+    )
+    record.add_argument(parser, "evaluate_memory")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         n, documents, splits, tables = inputs(
             workdir, args.every, args.size, args.seed, args.pairs_per_query
         )
-        command = [
-            "wmdeval",
-            "evaluate",
-            "--documents",
-            str(workdir / "documents.parquet"),
-            "--splits",
-            str(workdir / "splits.parquet"),
-            "--wmd",
-            "{}",
-            "--neighbours",
-            json.dumps(tables),
-            "--settings",
-            "{}",
-            "--dataset",
-            "passages",
-            "--variant",
-            "original",
-            "--out",
-            str(workdir / "scores.parquet"),
-            "--out-predictions",
-            str(workdir / "predictions.parquet"),
-        ]
-        start = time.perf_counter()
-        with open(workdir / "evaluate.log", "w") as log:
-            run = subprocess.run(command, stderr=log, env=os.environ.copy())
-        if run.returncode:
-            sys.exit((workdir / "evaluate.log").read_text()[-3000:])
-        wall = time.perf_counter() - start
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        from wmdeval.planning import resources
-
-        try:  # the declaration of this checkout's code, if it takes the tables
-            declared = resources.evaluate_mem_mb(
-                workdir / "documents.parquet",
-                dense_matrices=0,
-                neighbour_pairs=[p for p, _ in tables.values()],
-            )
-        except TypeError:
-            declared = resources.evaluate_mem_mb(workdir / "documents.parquet")
         words = pc.list_value_length(documents.column("words")).to_numpy()
-        print(
-            json.dumps(
-                {
-                    "passages": n,
-                    "documents": documents.num_rows,
-                    "distinct_words_per_document": round(float(words.mean()), 1),
-                    "test_documents": int(
-                        np.count_nonzero(np.asarray(splits.column("subset").to_pylist()) == "test")
-                    ),
-                    "pairs_per_table": [io.read_table(p).num_rows for p, _ in tables.values()],
-                    "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-                    "wall_s": round(wall, 1),
-                    "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                    "declared_mem_mb": declared,
-                    "code": str(Path(resources.__file__).parents[2]),
-                },
-                indent=1,
+        subsets = np.asarray(splits.column("subset").to_pylist())
+        figures = {
+            "documents": n,
+            "distinct_words_per_document": round(float(words.mean()), 1),
+            "test_documents": int(np.count_nonzero(subsets == "test")),
+            "pairs_per_table": [io.read_table(p).num_rows for p, _ in tables.values()],
+            "after": measure(workdir, tables, "after", None),
+        }
+        if args.compare:
+            figures["before"] = measure(workdir, tables, "before", args.compare)
+            figures["same_bytes"] = all(
+                (workdir / "after" / name).read_bytes() == (workdir / "before" / name).read_bytes()
+                for name in ("scores.parquet", "predictions.parquet")
             )
-        )
+    print(json.dumps(figures, indent=1))
+    record.write(args.record, "evaluate_memory", figures)
 
 
 if __name__ == "__main__":

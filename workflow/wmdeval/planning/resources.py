@@ -272,22 +272,27 @@ def subset_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) 
 RANKING_BLOCK_BYTES = 256 * 2**20
 
 #: The evaluate job without dense matrices (knn mode), in MB: a fixed part (Python, numpy,
-#: scipy and pyarrow, 400 measured), MB per 1,000 documents (the documents, the SPLITS,
-#: per method its weighted vectors and the PREDICTIONS rows of its test documents, about
-#: 14 per 1,000 measured), MB per million word entries of the documents (the count matrix and
-#: its weighted copies) and per million pairs of a neighbour table (the Arrow table, the
-#: table's arrays and sparse index, about 70 bytes a pair); benchmarks/evaluate_memory.py.
-EVALUATE_BASE_MB = 600
-EVALUATE_MB_PER_1000_DOCUMENTS = 20
-EVALUATE_MB_PER_MILLION_WORDS = 150
-EVALUATE_MB_PER_MILLION_PAIRS = 120
+#: scipy and pyarrow), MB per 1,000 documents (doc_ids, labels, the SPLITS and the
+#: PREDICTIONS rows of their test documents), MB per million word entries of the documents
+#: (the Arrow table and its Python lists while read, the count matrix, a method's weighted
+#: copy and its column side) and MB per million pairs of a neighbour table (the Arrow
+#: table, the distances and the sparse index, and the copies while it is built). About
+#: twice what benchmarks/evaluate_memory.py measured: 436 MB peak RSS for 10,000 passages
+#: and 510 MB for 20,000 (30 distinct words each, 29 pairs per document and table), 1,452
+#: and 1,766 MB declared.
+EVALUATE_BASE_MB = 500
+EVALUATE_MB_PER_1000_DOCUMENTS = 5
+EVALUATE_MB_PER_MILLION_WORDS = 100
+EVALUATE_MB_PER_MILLION_PAIRS = 100
 
-#: Pairs a neighbour table holds per document before it exists (a dry run): every role of
-#: a query with the solves the search makes (42 a query on 20 Newsgroups,
-#: docs/performance.md), for a test and two validation roles.
-PLANNED_PAIRS_PER_DOCUMENT = 150
+#: Pairs a neighbour table holds per document before it exists (a dry run): a document is
+#: a query of 0.7 roles on average (a test document of one, a training document of a
+#: validation split's now and then), each with the solves the search makes (42 on 20
+#: Newsgroups, docs/performance.md), about 30; twice that.
+PLANNED_PAIRS_PER_DOCUMENT = 60
 
-#: Distinct words per document assumed before the documents exist (a dry run).
+#: Distinct words per document assumed before the documents exist (a dry run): near the
+#: widest paper corpus (bbcsport 116.5; 20 Newsgroups 69.3, the passages 30).
 PLANNED_WORDS_PER_DOCUMENT = 100
 
 
