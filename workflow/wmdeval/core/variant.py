@@ -165,9 +165,10 @@ def rank_neighbours(dist: np.ndarray, k: int) -> np.ndarray:
 #: ``wmdeval.planning.resources`` declares the evaluate job's memory from it.
 RANKING_BLOCK_BYTES = 256 * 2**20
 
-#: Bytes one (row, column) of a ranked block takes at the peak, measured with room to
-#: spare: 8 (distances) + 8 (keys) + 8 (partition) + 2 (masks) + 8 (a slice of a larger
-#: block taken to rank a role's rows, :class:`wmdeval.distances.factory.BaselineDistances`).
+#: Bytes one (row, column) of a ranked block takes at the peak, counted from the arrays
+#: alive together: 8 (distances) + 8 (keys) + 8 (partition) + 2 (masks) + 8 (a slice of a
+#: larger block taken to rank a role's rows,
+#: :meth:`wmdeval.distances.factory.BaselineDistances.rank_roles`) = 34, rounded up.
 RANKING_BYTES_PER_CELL = 40
 
 
