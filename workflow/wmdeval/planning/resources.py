@@ -276,10 +276,10 @@ RANKING_BLOCK_BYTES = 256 * 2**20
 #: PREDICTIONS rows of their test documents), MB per million word entries of the documents
 #: (the Arrow table and its Python lists while read, the count matrix, a method's weighted
 #: copy and its column side) and MB per million pairs of a neighbour table (the Arrow
-#: table, the distances and the sparse index, and the copies while it is built). About
-#: twice what benchmarks/evaluate_memory.py measured: 436 MB peak RSS for 10,000 passages
-#: and 510 MB for 20,000 (30 distinct words each, 29 pairs per document and table), 1,452
-#: and 1,766 MB declared.
+#: table, the distances and the sparse index, and the copies while it is built). More
+#: than twice what benchmarks/evaluate_memory.py measured: 436 MB peak RSS for 10,000
+#: passages and 505 MB for 20,000 (30 distinct words each, 29 pairs per document and
+#: table; benchmarks/results/evaluate_memory.json), 1,313 MB declared for the 20,000.
 EVALUATE_BASE_MB = 500
 EVALUATE_MB_PER_1000_DOCUMENTS = 5
 EVALUATE_MB_PER_MILLION_WORDS = 100
