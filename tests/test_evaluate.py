@@ -562,14 +562,29 @@ def five_folds(rng, n):
 def distance_calls(monkeypatch):
     """The (rows, cols) sizes of every baseline distance kernel call, in order."""
     calls = []
-    original = baselines.distances
+    original = baselines.sparse_distances
 
-    def counted(x, rows, cols, *args, **kwargs):
-        calls.append((len(rows), len(cols)))
-        return original(x, rows, cols, *args, **kwargs)
+    def counted(a, b, *args, **kwargs):
+        cols = b.vectors if isinstance(b, baselines.Columns) else b
+        calls.append((a.shape[0], cols.shape[0]))
+        return original(a, b, *args, **kwargs)
 
-    monkeypatch.setattr(baselines, "distances", counted)
+    monkeypatch.setattr(baselines, "sparse_distances", counted)
     return calls
+
+
+#: Rows of a ranked block among the tiny data's 40 documents in :func:`small_blocks`.
+SMALL_BLOCK_ROWS = 3
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Rankings a few rows at a time: a budget of SMALL_BLOCK_ROWS rows of 40 columns."""
+    from wmdeval.core import variant
+
+    budget = SMALL_BLOCK_ROWS * 40 * variant.RANKING_BYTES_PER_CELL
+    monkeypatch.setattr(variant, "RANKING_BLOCK_BYTES", budget)
+    return budget
 
 
 def direct(counts, method, train, rows, cols):
@@ -577,29 +592,62 @@ def direct(counts, method, train, rows, cols):
     return baselines.baseline_distances(counts, method, train, rows, cols)
 
 
-def test_bow_is_computed_once_for_five_folds(tiny, distance_calls):
+def direct_neighbours(variant, method, train, rows, cols, k):
+    """The k nearest by rank_neighbours of the whole dense block, with the NaN rule."""
+    from wmdeval.core.variant import rank_neighbours
+
+    dist = direct(variant.counts, method, train, rows, cols)
+    dist[variant.no_words[rows]] = np.nan
+    dist[:, variant.no_words[cols]] = np.nan
+    index = rank_neighbours(dist, k)
+    gathered = np.take_along_axis(dist, np.maximum(index, 0), axis=1)
+    return index, np.where(index >= 0, gathered, np.nan)
+
+
+def test_bow_rankings_of_five_folds_are_done_ahead_block_by_block(
+    tiny, distance_calls, small_blocks
+):
+    """Five-fold data: BOW ranks every fold's roles ahead, a block of queries at a time
+    against every training document (each pair computed once, never a queries x training
+    matrix); each role's neighbours, and their prefixes, are those of the dense block."""
+    from wmdeval.core.roles import query_roles
+
     documents, splits, _ = tiny
     variant = prepare_variant(documents, splits, {})
     folds = five_folds(np.random.default_rng(12), len(variant.doc_ids))
-    no_words = variant.no_words
+    roles = query_roles(folds, variant.no_words, None)
+    queries = np.unique(np.concatenate([role.queries for role in roles]))
+    training = np.unique(np.concatenate([role.candidates for role in roles]))
+    step = SMALL_BLOCK_ROWS * 40 // len(training)
     for method in BASELINES:
         distance_calls.clear()
         distances_for = evaluate.fold_distances(variant, method, folds)
-        wanted = []
-        for train, test in folds:
-            rows = np.concatenate([train[::3], test])  # some validation rows, the test rows
-            wanted.append(distances_for(train).block(rows, train))
-        assert len(distance_calls) == (1 if method.weighting == "bow" else len(folds))
-        for (train, test), got in zip(folds, wanted, strict=True):
-            rows = np.concatenate([train[::3], test])
-            want = direct(variant.counts, method, train, rows, train)
-            want[no_words[rows]] = np.nan
-            want[:, no_words[train]] = np.nan
-            # the same numbers, bit for bit: a pair's distance does not depend on its block
-            assert np.array_equal(got, want, equal_nan=True)
+        ahead = list(distance_calls)
+        if method.weighting == "bow":
+            assert len(ahead) == math.ceil(len(queries) / step) > 1
+            assert all(cols == len(training) for _, cols in ahead)
+            assert sum(rows for rows, _ in ahead) == len(queries)
+        else:
+            assert ahead == []  # TF-IDF: each fold's own IDF
+        for role in roles:
+            train = folds[role.fold][0]
+            distances = distances_for(train)
+            shuffled = np.random.default_rng(role.fold).permutation(role.queries)
+            for rows, k in ((role.queries, role.k), (shuffled[::2], role.k - 4)):
+                distance_calls.clear()
+                got = distances.nearest(rows, role.candidates, k)
+                if method.weighting == "bow":
+                    assert distance_calls == []  # answered from the rankings done ahead
+                else:
+                    rows_per_block = SMALL_BLOCK_ROWS * 40 // len(role.candidates)
+                    assert max(rows for rows, _ in distance_calls) <= rows_per_block
+                want = direct_neighbours(variant, method, train, rows, role.candidates, k)
+                # the same neighbours and numbers, bit for bit
+                assert np.array_equal(got.index, want[0])
+                assert np.array_equal(got.distance, want[1], equal_nan=True)
 
 
-def test_one_fold_is_computed_per_block(tiny, distance_calls):
+def test_one_fold_is_ranked_a_block_of_queries_at_a_time(tiny, distance_calls, small_blocks):
     documents, splits, _ = tiny
     variant = prepare_variant(documents, splits, {})
     train, test = fold = variant.folds[0]
@@ -607,13 +655,47 @@ def test_one_fold_is_computed_per_block(tiny, distance_calls):
         distance_calls.clear()
         distances = evaluate.fold_distances(variant, method, [fold])(train)
         assert distance_calls == []  # nothing computed ahead: the fold's own blocks are smaller
-        got = distances.block(test, train)
-        assert distance_calls == [(len(test), len(train))]
-        assert np.isnan(got[:, variant.no_words[train]]).all()
-        np.testing.assert_array_equal(
-            got[:, ~variant.no_words[train]],
-            direct(variant.counts, method, train, test, train)[:, ~variant.no_words[train]],
-        )
+        got = distances.nearest(test, train, 19)
+        step = SMALL_BLOCK_ROWS * 40 // len(train)  # rows within the budget
+        assert len(distance_calls) == math.ceil(len(test) / step) > 1
+        assert all(rows <= step and cols == len(train) for rows, cols in distance_calls)
+        want = direct_neighbours(variant, method, train, test, train, 19)
+        assert np.array_equal(got.index, want[0])
+        assert np.array_equal(got.distance, want[1], equal_nan=True)
+
+
+def five_fold_splits(n, folds):
+    """A SPLITS table of ``folds`` over documents with doc_id 2 x position."""
+    rows = []
+    for fold, (_, test) in enumerate(folds):
+        in_test = np.zeros(n, dtype=bool)
+        in_test[test] = True
+        rows += [(fold, 2 * i, "test" if in_test[i] else "train") for i in range(n)]
+    fold, doc_id, subset = zip(*rows, strict=True)
+    table = {"fold": pa.array(fold, pa.int16()), "doc_id": pa.array(doc_id, pa.int32())}
+    return pa.table({**table, "subset": list(subset)}).cast(schemas.SPLITS)
+
+
+@pytest.mark.parametrize("five", [False, True], ids=["two-folds", "five-folds"])
+@pytest.mark.parametrize("mode", ["error", "drop"])
+def test_small_ranking_blocks_give_the_same_scores_and_predictions(tiny, monkeypatch, five, mode):
+    """Every method's neighbours ranked a few rows at a time (the baselines, WMD's dense
+    matrix) give the scores and predictions of one block per ranking, bit for bit."""
+    from wmdeval.core import variant
+
+    documents, splits, wmd = tiny
+    if five:
+        splits = five_fold_splits(len(documents), five_folds(np.random.default_rng(3), 40))
+    settings = {"empty_documents": mode}
+    tables = {}
+    for rows in (10**6, SMALL_BLOCK_ROWS):
+        budget = rows * 40 * variant.RANKING_BYTES_PER_CELL
+        monkeypatch.setattr(variant, "RANKING_BLOCK_BYTES", budget)
+        tables[rows] = evaluate.evaluate_variant(documents, splits, wmd, settings, "toy", "x")
+    (scores, predictions), (small_scores, small_predictions) = tables.values()
+    assert len(scores) == 2 * 14 * (5 if five else 2)  # 12 baselines, WMD, WMD-TF-IDF
+    assert scores.equals(small_scores)
+    assert predictions.equals(small_predictions)
 
 
 def test_evaluate_fold_reads_only_neighbours(tiny):
@@ -632,6 +714,37 @@ def test_evaluate_fold_reads_only_neighbours(tiny):
         assert evaluate.evaluate_fold(table, y, train, test) == evaluate.evaluate_fold(
             dense, y, train, test
         )
+
+
+def test_neighbour_table_ranks_a_block_of_rows_at_a_time(tiny, monkeypatch, small_blocks):
+    """A neighbour table's rankings a few rows at a time (its dense working arrays are
+    rows x candidates) are those of the dense matrix in one block."""
+    from wmdeval.core.roles import query_roles
+    from wmdeval.core.variant import NeighbourTable, rank_neighbours
+
+    documents, splits, wmd = tiny
+    variant = prepare_variant(documents, splits, wmd)
+    dense = variant.wmd["wmd"]
+    roles = query_roles(variant.folds, dense.empty, None)
+    table = NeighbourTable.from_distances(dense, roles)
+    blocks = []
+    monkeypatch.setattr(NeighbourTable, "_held", counting(NeighbourTable._held, blocks))
+    for role in roles:
+        got = table.nearest(role.queries, role.candidates, role.k)
+        want = rank_neighbours(dense.block(role.queries, role.candidates), role.k)
+        assert np.array_equal(got.index, want)
+    assert len(blocks) > len(roles)
+    assert all(rows <= SMALL_BLOCK_ROWS * 40 // cols for rows, cols in blocks)
+
+
+def counting(method, sizes):
+    """``method`` (rows and cols its first arguments after self) noting their lengths."""
+
+    def counted(self, rows, cols, *args):
+        sizes.append((len(rows), len(cols)))
+        return method(self, rows, cols, *args)
+
+    return counted
 
 
 def test_pca_wmd_matrices_are_evaluated_as_extra_methods(tiny):

@@ -287,6 +287,50 @@ def test_resource_estimates_use_the_planned_documents_before_the_file_exists(tmp
     assert resources.gather_mem_mb(path, planned=18821) == 1006
 
 
+def test_evaluate_memory_without_dense_matrices_follows_the_blocks(tmp_path):
+    """knn mode: evaluate ranks a block of queries at a time and holds no n x n, so its
+    declaration is the block, the documents and the neighbour tables' pairs: linear in n,
+    under 4,000 MB for the 85,635 passages of the scale corpus (a dry run: files absent)."""
+    from wmdeval.core import variant
+
+    assert resources.RANKING_BLOCK_BYTES == variant.RANKING_BLOCK_BYTES
+    absent = tmp_path / "absent.parquet"
+    tables = [tmp_path / "wmd.parquet", tmp_path / "wmd-tfidf.parquet"]  # not yet written
+
+    def knn(n, attempt=1):
+        return resources.evaluate_mem_mb(absent, attempt, n, 0, tables)
+
+    def expected(n, words, pairs):
+        return math.ceil(
+            resources.EVALUATE_BASE_MB
+            + 2 * resources.RANKING_BLOCK_BYTES / 1e6
+            + resources.EVALUATE_MB_PER_1000_DOCUMENTS * n / 1e3
+            + resources.EVALUATE_MB_PER_MILLION_WORDS * words / 1e6
+            + resources.EVALUATE_MB_PER_MILLION_PAIRS * pairs / 1e6
+        )
+
+    n = 85_635
+    planned_words = resources.PLANNED_WORDS_PER_DOCUMENT * n
+    planned_pairs = 2 * resources.PLANNED_PAIRS_PER_DOCUMENT * n
+    assert knn(n) == expected(n, planned_words, planned_pairs) <= 4000
+    assert knn(n, attempt=2) == 2 * knn(n)
+    # linear, not quadratic: twice the documents, less than twice the memory
+    assert knn(2 * n) - knn(n) == pytest.approx(knn(n) - knn(0), abs=2)
+    # with dense matrices (full mode) the n x n matrix read, as before
+    full = resources.evaluate_mem_mb(absent, 1, n, 2, tables)
+    assert full == math.ceil(2000 + 2 * 8 * n * n / 1e6) > 100_000
+    # once written, the documents' words and the tables' rows
+    documents = tmp_path / "documents.parquet"
+    io.write_table(documents_of_sizes([3] * 400 + [5] * 100), documents, schemas.DOCUMENTS)
+    solved = pa.table(
+        {"query": np.zeros(7000, np.int32), "candidate": np.arange(7000, dtype=np.int32)}
+        | {"distance": np.ones(7000)}
+    )
+    io.write_table(solved.cast(schemas.NEIGHBOUR_PAIRS), tables[0], schemas.NEIGHBOUR_PAIRS)
+    got = resources.evaluate_mem_mb(documents, 1, 10**6, 0, tables)
+    assert got == expected(500, 1700, 7000 + resources.PLANNED_PAIRS_PER_DOCUMENT * 500)
+
+
 def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
     """MATLAB's -v7 files compress every element: the ingest's memory follows the data
     once inflated, estimated from a prefix, not the smaller file."""
@@ -425,3 +469,36 @@ def test_the_embedding_dimension_planning_reads_from_a_files_first_line(tmp_path
     check_pca_dims([400], None, "embeddings.w")  # unknown: its job checks
     with pytest.raises(WmdevalError, match="pca_dims: 4 is above the 3 dimensions of emb"):
         check_pca_dims([2, 4], 3, "embeddings.w")
+
+
+def test_a_knn_dry_run_of_the_scale_corpus_declares_evaluate_without_n_squared(tmp_path):
+    """The dry run of 85,635 documents (a table of that many rows, as the passage corpus;
+    the schema's default methods) in knn mode: evaluate declares its blocks and planned
+    tables, under 4,000 MB, where the dense path declared 119,334 MB."""
+    from workflow_helpers import copy_workflow, snakemake
+
+    workdir = copy_workflow(tmp_path / "run")
+    rows = [f"g{i % 20}\tpassage {i}\t{'test' if i % 5 == 0 else 'train'}" for i in range(85_635)]
+    (workdir / "passages.tsv").write_text("label\ttext\tsplit\n" + "\n".join(rows) + "\n")
+    (workdir / "config" / "config.yaml").write_text(
+        "datasets:\n  passages:\n    format: table\n    path: passages.tsv\n"
+        "    text_column: text\n    label_column: label\n    split_column: split\n"
+        "    stopwords: kusner115\n    embeddings: w2v\n"
+        "embeddings:\n  w2v:\n    format: train-word2vec\n    train_on: [passages]\n"
+        "variants: [original]\nwmd:\n  mode: knn\n"
+    )
+    plan = snakemake(workdir, "-n", "--cores", "64")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    job = plan.stdout.split("rule evaluate:")[1].split("\n\n")[0]
+    mem_mb = int(re.search(r"mem_mb=(\d+)", job).group(1))
+    n = 85_635
+    tables = 2 * resources.PLANNED_PAIRS_PER_DOCUMENT * n  # WMD and WMD-TF-IDF, not written
+    planned = ["results/passages/original/neighbours/wmd.parquet"] * 2
+    assert mem_mb == resources.evaluate_mem_mb(None, 1, n, 0, planned) <= 4000
+    assert mem_mb == math.ceil(
+        resources.EVALUATE_BASE_MB
+        + 2 * resources.RANKING_BLOCK_BYTES / 1e6
+        + resources.EVALUATE_MB_PER_1000_DOCUMENTS * n / 1e3
+        + resources.EVALUATE_MB_PER_MILLION_WORDS * resources.PLANNED_WORDS_PER_DOCUMENT * n / 1e6
+        + resources.EVALUATE_MB_PER_MILLION_PAIRS * tables / 1e6
+    )

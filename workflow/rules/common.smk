@@ -707,9 +707,14 @@ def matrix_job_mem_mb(wildcards, input, attempt):
 
 
 def evaluate_job_mem_mb(wildcards, input, attempt):
-    """The evaluate job: one dense matrix at a time and the baselines' blocks."""
+    """The evaluate job: one dense matrix at a time, or in knn mode without dense
+    matrices its blocks of rankings and the neighbour tables' pairs."""
     planned = planned_rows(wildcards.dataset, input.documents)
-    return evaluate_mem_mb(input.documents, attempt, planned)
+    keys = input.keys()
+    dense = len(input.matrices if "matrices" in keys else []) + len(input.dense)
+    tables = list(input.neighbours) if "neighbours" in keys else []
+    # (pairs, certificates) per method, as evaluate_neighbours reads them
+    return evaluate_mem_mb(input.documents, attempt, planned, dense, tables[0::2])
 
 
 def embedding_matrix_job_mem_mb(wildcards, input, threads, attempt):

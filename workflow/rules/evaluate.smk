@@ -20,7 +20,8 @@ rule evaluate:
         "../../envs/wmdeval.yaml"
     threads: 1
     resources:
-        # one dense matrix at a time (float64 n x n) plus the baselines' blocks
+        # one dense matrix at a time (float64 n x n), or without any (knn mode) the
+        # blocks of rankings and the neighbour tables' pairs
         mem_mb=evaluate_job_mem_mb,
         runtime=60,
     params:

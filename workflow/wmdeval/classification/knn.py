@@ -35,6 +35,7 @@ from ..core.roles import (
     complete_settings,
     fold_lists,
     k_above_training,
+    query_roles,
     validation_split,
     validation_splits,
 )
@@ -332,9 +333,11 @@ def fold_distances(
     TF-IDF baselines depend on the fold (IDF of the training list as evaluated), so each
     fold gets its own distances. WMD and BOW do not: one object serves every fold. When
     the folds overlap enough (five-fold data: every document is a query of some folds and
-    a training document of the others), the BOW distances from every document of any
-    fold to every training document of any fold are computed once, and each fold's
-    neighbours are ranked from slices of them (the same numbers, bit for bit).
+    a training document of the others), the BOW rankings of every fold are done ahead,
+    a block of queries at a time against every training document of any fold
+    (:meth:`BaselineDistances.rank_roles`: each block's distances computed once, memory
+    bounded by the block), and each fold reads its neighbours from them (the same
+    numbers, bit for bit).
     """
     if method.weighting == "tfidf" and not method.is_wmd:
         return lambda training: method_distances(variant, method, training=training, n_jobs=n_jobs)
@@ -345,7 +348,7 @@ def fold_distances(
         training = np.unique(np.concatenate([train for train, _ in folds]))
         per_fold_work = sum(_fold_work(len(train), len(test), settings) for train, test in folds)
         if len(queries) * len(training) < per_fold_work:  # not for one-fold data, e.g.
-            distances.precompute(queries, training)
+            distances.rank_roles(query_roles(folds, distances.empty, settings))
     return lambda training: distances
 
 

@@ -158,6 +158,27 @@ def rank_neighbours(dist: np.ndarray, k: int) -> np.ndarray:
     return neighbours
 
 
+#: Working memory (bytes) one block of rows may take while it is ranked among its columns
+#: (:meth:`Distances.nearest`): the block's float64 distances, what :func:`rank_neighbours`
+#: makes of them (float64 keys, int64 partition, masks) and what computing them takes (a
+#: baseline's dense result), :data:`RANKING_BYTES_PER_CELL` per (row, column).
+#: ``wmdeval.planning.resources`` declares the evaluate job's memory from it.
+RANKING_BLOCK_BYTES = 256 * 2**20
+
+#: Bytes one (row, column) of a ranked block takes at the peak, counted from the arrays
+#: alive together: 8 (distances) + 8 (keys) + 8 (partition) + 2 (masks) + 8 (a slice of a
+#: larger block taken to rank a role's rows,
+#: :meth:`wmdeval.distances.factory.BaselineDistances.rank_roles`) = 34, rounded up.
+RANKING_BYTES_PER_CELL = 40
+
+
+def ranking_rows(n_cols: int, budget: int | None = None) -> int:
+    """Rows of one block ranked among ``n_cols`` columns within ``budget`` bytes
+    (default :data:`RANKING_BLOCK_BYTES`), at least one."""
+    budget = RANKING_BLOCK_BYTES if budget is None else budget
+    return max(1, budget // (RANKING_BYTES_PER_CELL * max(n_cols, 1)))
+
+
 class Neighbours(NamedTuple):
     """The k nearest columns of some rows: what :meth:`Distances.nearest` returns.
 
@@ -174,6 +195,12 @@ def _with_distances(index: np.ndarray, dist: np.ndarray) -> Neighbours:
     defined = index >= 0
     gathered = np.take_along_axis(dist, np.where(defined, index, 0), axis=1)
     return Neighbours(index, np.where(defined, gathered, np.nan))
+
+
+def ranked(dist: np.ndarray, k: int) -> Neighbours:
+    """:class:`Neighbours` of every row of a block of distances (NaN = undefined): the
+    k nearest columns by :func:`rank_neighbours`, with their distances."""
+    return _with_distances(rank_neighbours(dist, k), dist)
 
 
 # --------------------------------------------------------------------------- the interface
@@ -231,9 +258,22 @@ class Distances:
     def nearest(self, rows: np.ndarray, cols: np.ndarray, k: int) -> Neighbours:
         """The k nearest of ``cols`` for every row: indices into ``cols`` int64 [len(rows),
         k] and their distances float64, ranked by (distance, index in ``cols``); -1 (and
-        NaN) where a row has fewer than k defined distances."""
-        dist = self.block(rows, cols)
-        return _with_distances(rank_neighbours(dist, k), dist)
+        NaN) where a row has fewer than k defined distances.
+
+        Ranked a block of rows at a time (:func:`ranking_rows`): memory follows
+        :data:`RANKING_BLOCK_BYTES`, not len(rows) x len(cols), and a row's neighbours do
+        not depend on the other rows asked for."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        step = ranking_rows(len(cols))
+        if len(rows) <= step:
+            return ranked(self.block(rows, cols), k)
+        index = np.empty((len(rows), k), dtype=np.int64)
+        distance = np.empty((len(rows), k), dtype=np.float64)
+        for start in range(0, len(rows), step):
+            found = ranked(self.block(rows[start : start + step], cols), k)
+            index[start : start + step], distance[start : start + step] = found
+        return Neighbours(index, distance)
 
 
 def _nan_per_row(matrix: np.ndarray, chunk: int = 2048) -> np.ndarray:
@@ -455,14 +495,15 @@ class NeighbourTable(Distances):
             raise WmdevalError(
                 "neighbour table: some rows were not searched among these candidates"
             )
-        for start in range(0, len(inner), 2048):
-            part = inner[start : start + 2048]
+        step = ranking_rows(len(cols))  # rows x cols of dense working arrays per block
+        for start in range(0, len(inner), step):
+            part = inner[start : start + step]
             dist = self._held(rows[part], cols, np.inf)  # inf: never a neighbour
             got = rank_neighbours(dist, k)
             index[part] = got
             got_distance = _with_distances(got, dist).distance
             distance[part] = got_distance
-            at = found[start : start + 2048]
+            at = found[start : start + step]
             # Compared as the ranking compares: a candidate left unsolved has a key above
             # the k-th's, so it can neither be nearer nor tie with it.
             complete = np.isinf(cert_bound[at]) | (
@@ -546,6 +587,9 @@ __all__ = [
     "TIE_BITS",
     "tie_key",
     "rank_neighbours",
+    "ranked",
+    "RANKING_BLOCK_BYTES",
+    "ranking_rows",
     "Neighbours",
     "Distances",
     "DenseDistances",

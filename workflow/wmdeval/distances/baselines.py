@@ -8,6 +8,7 @@ being stored as matrices.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -132,18 +133,47 @@ def distances(
     return sparse_distances(x[np.asarray(rows)], x[np.asarray(cols)], metric, n_jobs, unit_rows)
 
 
+class Columns(NamedTuple):
+    """The column side of :func:`sparse_distances`, prepared once for many row blocks:
+    ``vectors`` canonical, ``postings`` the same by term (CSC), ``size`` of every row in
+    the metric (taken as 1.0 for non-zero ``unit_rows``), ``signed``: any value < 0."""
+
+    vectors: sp.csr_matrix
+    postings: sp.csc_matrix
+    size: np.ndarray
+    signed: bool
+
+
+def columns(b: sp.spmatrix, metric: str, unit_rows: bool = False) -> Columns:
+    """:class:`Columns` of ``b`` (rows: the columns of the distances) for ``metric``."""
+    if metric not in ("L1", "L2"):
+        raise ValueError(f"metric must be 'L1' or 'L2', got {metric!r}")
+    b = canonical(b)  # the kernels read one entry per term and row
+    size = _size(b, metric)
+    if unit_rows:
+        size = np.where(size > 0, 1.0, 0.0)
+    return Columns(b, sp.csc_matrix(b), size, bool(np.any(b.data < 0)))
+
+
 def sparse_distances(
-    a: sp.spmatrix, b: sp.spmatrix, metric: str, n_jobs: int = 1, unit_rows: bool = False
+    a: sp.spmatrix,
+    b: sp.spmatrix | Columns,
+    metric: str,
+    n_jobs: int = 1,
+    unit_rows: bool = False,
 ) -> np.ndarray:
     """L1 or L2 distances, dense float64 [rows of a x rows of b], between sparse vectors.
 
-    Never NaN: a zero row is at its size from every other row.
+    Never NaN: a zero row is at its size from every other row. ``b`` may be given as
+    :class:`Columns` prepared (with the same ``metric`` and ``unit_rows``) for several
+    calls; the numbers are the same.
 
     Both go through "size minus overlap", where only the terms two rows share cost work:
     L1 as |a|_1 + |b|_1 - 2 sum_t min(|a_t|, |b_t|) over shared terms of equal sign, L2
     as |a|^2 + |b|^2 - 2 a.b. Close pairs are then recomputed from a - b (see
     ``RECOMPUTE_BELOW``), so identical rows are exactly 0.0 apart. ``n_jobs`` threads
-    share the row blocks; the result does not depend on it.
+    share the row blocks; the result does not depend on it. A pair's distance depends on
+    its two rows alone, not on the other rows or columns asked for (bit for bit).
 
     ``unit_rows``: every non-zero row was normalised in the metric's own norm (L1/L1,
     L2/L2), so its size is 1 by construction; it is taken as exactly 1.0. Computed, it
@@ -153,14 +183,15 @@ def sparse_distances(
     """
     if metric not in ("L1", "L2"):
         raise ValueError(f"metric must be 'L1' or 'L2', got {metric!r}")
-    a, b = canonical(a), canonical(b)  # the kernels read one entry per term and row
+    side = b if isinstance(b, Columns) else columns(b, metric, unit_rows)
+    b, postings, size_b = side.vectors, side.postings, side.size
+    a = canonical(a)  # the kernels read one entry per term and row
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"vectors of different lengths: {a.shape[1]} and {b.shape[1]}")
-    size_a, size_b = _size(a, metric), _size(b, metric)
+    size_a = _size(a, metric)
     if unit_rows:
-        size_a, size_b = (np.where(size > 0, 1.0, 0.0) for size in (size_a, size_b))
-    postings = sp.csc_matrix(b)  # by term: which rows of b hold it, with what value
-    signed = bool(np.any(a.data < 0) or np.any(b.data < 0))
+        size_a = np.where(size_a > 0, 1.0, 0.0)
+    signed = bool(np.any(a.data < 0) or side.signed)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float64)
 
     def fill(block: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ which documents the IDF comes from (a fold's training list in the kNN evaluation
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +19,17 @@ import scipy.sparse as sp
 
 from ..core import io
 from ..core.methods import Method, as_method, method_by_slug
-from ..core.variant import DenseDistances, Distances, NeighbourTable, Variant, positions
+from ..core.roles import QueryRole, candidates_key
+from ..core.variant import (
+    DenseDistances,
+    Distances,
+    Neighbours,
+    NeighbourTable,
+    Variant,
+    positions,
+    ranked,
+    ranking_rows,
+)
 from . import baselines
 from .neighbour_lists import undefined_ids
 
@@ -31,8 +41,9 @@ class BaselineDistances(Distances):
     positions TF-IDF takes its IDF from (ignored by BOW); ``empty``: the documents
     without words. The vectors are weighted once; each block costs only its pairs, and a
     pair's distance does not depend on the block it is computed in (bit for bit), so
-    blocks can be sliced from a larger one (:meth:`precompute`). ``n_jobs`` threads share
-    a block; the numbers do not depend on it.
+    :meth:`nearest` ranks a block of rows at a time (never a dense rows x cols matrix) and
+    :meth:`rank_roles` answers many rankings from one block. ``n_jobs`` threads share a
+    block; the numbers do not depend on it.
     """
 
     def __init__(
@@ -50,42 +61,81 @@ class BaselineDistances(Distances):
         self.method = method
         self.vectors = baselines.weighted(counts, method, idf)
         self.n_jobs = n_jobs
-        self._stored: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def precompute(self, rows: np.ndarray, cols: np.ndarray) -> None:
-        """Compute the block between ``rows`` and ``cols`` (sorted, unique) now; every
-        later block within it is sliced from it instead of computed again."""
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
-        self._stored = (rows, cols, self._compute(rows, cols))
-
-    def _compute(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        return baselines.distances(
-            self.vectors,
-            rows,
-            cols,
-            self.method.metric,
-            self.n_jobs,
-            unit_rows=baselines.has_unit_rows(self.method),
-        )
+        self._unit_rows = baselines.has_unit_rows(method)
+        # the column side of the last columns asked for: the row blocks of one ranking share it
+        self._columns: tuple[np.ndarray, baselines.Columns] | None = None
+        # candidates key -> rankings done ahead (rank_roles): (sorted queries, k, Neighbours)
+        self._ranked: dict[str, list[tuple[np.ndarray, int, Neighbours]]] = {}
 
     def _pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        if self._stored is not None:
-            stored_rows, stored_cols, stored = self._stored
-            row_at = _within(stored_rows, rows)
-            col_at = _within(stored_cols, cols)
-            if row_at is not None and col_at is not None:
-                return stored[np.ix_(row_at, col_at)]
-        return self._compute(rows, cols)
+        cols = np.asarray(cols, dtype=np.int64)
+        if self._columns is None or not np.array_equal(self._columns[0], cols):
+            self._columns = None  # dropped before the next is built
+            side = baselines.columns(self.vectors[cols], self.method.metric, self._unit_rows)
+            self._columns = (cols, side)
+        return baselines.sparse_distances(
+            self.vectors[np.asarray(rows, dtype=np.int64)],
+            self._columns[1],
+            self.method.metric,
+            self.n_jobs,
+            unit_rows=self._unit_rows,
+        )
 
+    def rank_roles(self, roles: Iterable[QueryRole]) -> None:
+        """Rank every role's queries among its candidates now, a block of queries at a
+        time: each block's distances to the candidates of every role are computed once,
+        every role ranks its queries of the block from them, and the block is dropped.
+        :meth:`nearest` then answers these rankings (or any with a smaller k) from what
+        was kept: k neighbours per query and role. Peak memory: one block, within
+        :data:`~wmdeval.core.variant.RANKING_BLOCK_BYTES`, whatever the number of folds.
+        The same numbers as ranking each role alone (a pair's distance does not depend on
+        its block)."""
+        roles = list(roles)
+        if not roles:
+            return
+        queries = np.unique(np.concatenate([role.queries for role in roles]))
+        training = np.unique(np.concatenate([role.candidates for role in roles]))
+        plans = []
+        for role in roles:
+            order = np.argsort(role.queries, kind="stable")
+            sorted_queries = np.asarray(role.queries, dtype=np.int64)[order]
+            at_candidates = np.searchsorted(training, role.candidates)
+            found = Neighbours(
+                np.empty((len(order), role.k), dtype=np.int64),
+                np.empty((len(order), role.k), dtype=np.float64),
+            )
+            plans.append((role, sorted_queries, at_candidates, found))
+        step = ranking_rows(len(training))
+        for start in range(0, len(queries), step):
+            block_queries = queries[start : start + step]
+            dist = self.block(block_queries, training)  # the NaN rule applied
+            for role, sorted_queries, at_candidates, found in plans:
+                lo = np.searchsorted(sorted_queries, block_queries[0])
+                hi = np.searchsorted(sorted_queries, block_queries[-1], side="right")
+                if lo == hi:
+                    continue
+                at_rows = np.searchsorted(block_queries, sorted_queries[lo:hi])
+                part = dist[np.ix_(at_rows, at_candidates)]
+                found.index[lo:hi], found.distance[lo:hi] = ranked(part, role.k)
+                del part
+            del dist
+        for role, sorted_queries, _, found in plans:
+            key = candidates_key(role.candidates)
+            self._ranked.setdefault(key, []).append((sorted_queries, role.k, found))
 
-def _within(ordered: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
-    """Indices of ``wanted`` in the sorted ``ordered``; None if one is not there."""
-    at = np.searchsorted(ordered, wanted)
-    inside = at < len(ordered)
-    if not inside.all() or not np.array_equal(ordered[at], wanted):
-        return None
-    return at
+    def nearest(self, rows: np.ndarray, cols: np.ndarray, k: int) -> Neighbours:
+        """As :meth:`Distances.nearest`; from the rankings :meth:`rank_roles` kept when
+        one of ``cols`` holds every row with at least k neighbours (the first k of a
+        query's ranked neighbours are its k nearest: the order is total)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        for sorted_queries, kept_k, found in self._ranked.get(candidates_key(cols), []):
+            if k > kept_k:
+                continue
+            at = np.minimum(np.searchsorted(sorted_queries, rows), len(sorted_queries) - 1)
+            if len(sorted_queries) and np.array_equal(sorted_queries[at], rows):
+                return Neighbours(found.index[at, :k], found.distance[at, :k])
+        return super().nearest(rows, cols, k)
 
 
 def method_distances(

@@ -267,16 +267,75 @@ def subset_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) 
     return int(np.ceil(1000 + 4 * 8 * ROW_GROUP_VALUES / 1e6 + 2 * 8 * n * n / 1e6)) * attempt
 
 
-def evaluate_mem_mb(documents_path, attempt: int = 1, planned: int | None = None) -> int:
-    """Memory (MB) of the evaluate job: it reads the dense matrices one at a time (one
-    float64 n x n matrix, plus a batch being read), and the baselines' float64 query x
-    training blocks are at most another such matrix: 2000 + 2 x 8 n^2 bytes, times
-    ``attempt``. Before the documents exist, n is the ``planned`` count; 4000 if
-    unknown."""
+#: ``wmdeval.core.variant.RANKING_BLOCK_BYTES`` (tests/test_planning.py checks they
+#: agree): working memory of one block of kNN rankings in the evaluate job.
+RANKING_BLOCK_BYTES = 256 * 2**20
+
+#: The evaluate job without dense matrices (knn mode), in MB: a fixed part (Python, numpy,
+#: scipy and pyarrow), MB per 1,000 documents (doc_ids, labels, the SPLITS and the
+#: PREDICTIONS rows of their test documents), MB per million word entries of the documents
+#: (the Arrow table and its Python lists while read, the count matrix, a method's weighted
+#: copy and its column side) and MB per million pairs of a neighbour table (the Arrow
+#: table, the distances and the sparse index, and the copies while it is built). More
+#: than twice what benchmarks/evaluate_memory.py measured: 436 MB peak RSS for 10,000
+#: passages and 505 MB for 20,000 (30 distinct words each, 29 pairs per document and
+#: table; benchmarks/results/evaluate_memory.json), 1,313 MB declared for the 20,000.
+EVALUATE_BASE_MB = 500
+EVALUATE_MB_PER_1000_DOCUMENTS = 5
+EVALUATE_MB_PER_MILLION_WORDS = 100
+EVALUATE_MB_PER_MILLION_PAIRS = 100
+
+#: Pairs a neighbour table holds per document before it exists (a dry run): a document is
+#: a query of 0.7 roles on average (a test document of one, a training document of a
+#: validation split's now and then), each with the solves the search makes (42 on 20
+#: Newsgroups, docs/performance.md), about 30; twice that.
+PLANNED_PAIRS_PER_DOCUMENT = 60
+
+#: Distinct words per document assumed before the documents exist (a dry run): near the
+#: widest paper corpus (bbcsport 116.5; 20 Newsgroups 69.3, the passages 30).
+PLANNED_WORDS_PER_DOCUMENT = 100
+
+
+def evaluate_mem_mb(
+    documents_path,
+    attempt: int = 1,
+    planned: int | None = None,
+    dense_matrices: int = 1,
+    neighbour_pairs=(),
+) -> int:
+    """Memory (MB) of the evaluate job, times ``attempt``.
+
+    With ``dense_matrices`` (full mode, or methods given as matrices) it reads them one at
+    a time: one float64 n x n matrix, a batch being read and its reordered copy, 2000 +
+    2 x 8 n^2 bytes. The kNN rankings are made a block of queries at a time
+    (:data:`RANKING_BLOCK_BYTES`), so without dense matrices (knn mode) the job holds no
+    n x n: :data:`EVALUATE_BASE_MB`, twice the block (the block and the kernels' column
+    side), the documents and their words, and the pairs of the neighbour tables it reads
+    (``neighbour_pairs``: NEIGHBOUR_PAIRS files; one not yet written counts
+    :data:`PLANNED_PAIRS_PER_DOCUMENT` per document). Before the documents exist, n is the
+    ``planned`` count; 4000 if unknown."""
     n = document_rows(documents_path, planned)
     if n is None:
         return 4000 * attempt
-    return int(np.ceil(2000 + 2 * 8 * n * n / 1e6)) * attempt
+    if dense_matrices:
+        return int(np.ceil(2000 + 2 * 8 * n * n / 1e6)) * attempt
+    try:
+        stat = os.stat(documents_path)
+        words = float(_document_sizes(str(documents_path), stat.st_mtime_ns).sum())
+    except (OSError, TypeError):
+        words = float(PLANNED_WORDS_PER_DOCUMENT * n)
+    pairs = 0
+    for path in neighbour_pairs:
+        rows = document_rows(path)
+        pairs += PLANNED_PAIRS_PER_DOCUMENT * n if rows is None else rows
+    mb = (
+        EVALUATE_BASE_MB
+        + 2 * RANKING_BLOCK_BYTES / 1e6
+        + EVALUATE_MB_PER_1000_DOCUMENTS * n / 1e3
+        + EVALUATE_MB_PER_MILLION_WORDS * words / 1e6
+        + EVALUATE_MB_PER_MILLION_PAIRS * pairs / 1e6
+    )
+    return int(np.ceil(mb)) * attempt
 
 
 #: CPU seconds of the dense RWMD matrix per document and vocabulary word (its work is
