@@ -23,7 +23,9 @@ least-squares fit CPU per query ~ n^b over the sizes, and a line
     python benchmarks/scale_growth.py search [--sizes 10704 21409 42818 85635] [--record]
 
 ``--record`` writes benchmarks/results/scale_growth.json (its ``search`` part), which
-docs/performance.md quotes. Other parts (the whole run's growth) are other subcommands.
+docs/performance.md quotes. ``run``: the whole workflow on the passages beside its dry
+run's forecast and declarations (benchmarks/scale_run.py, whose docstring says what it
+measures; it records benchmarks/results/scale_run.json).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import knn_pruning  # noqa: E402  (the preparation, the subsets, the CPU clock)
 import passages  # noqa: E402
 import record  # noqa: E402
+import scale_run  # noqa: E402
 import thread_scaling  # noqa: E402  (the tables' hash)
 
 from wmdeval.core import io  # noqa: E402
@@ -188,9 +191,13 @@ def main() -> None:
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "scale-passages"
     )
     record.add_argument(part, "scale_growth")
+    whole = parts.add_parser("run", help="a whole run of the workflow beside its dry run")
+    scale_run.add_arguments(whole)
     args = parser.parse_args()
     if args.part == "search":
         run_search(args)
+    else:
+        scale_run.run_whole(args)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ defaults: the paper's 14 methods; ``wmd.mode: auto`` gives knn at this size).
    declared ``mem_mb``, flagging a peak above it (``OVER``) or above 4,000 MB (``4GB+``).
 
     python benchmarks/scale_run.py [--every 2] [--cores 2] [--run] [--workdir DIR] [--record]
+    python benchmarks/scale_growth.py run ...   (the same, as scale_growth's ``run`` part)
 
 A rerun with ``--run`` in the same workdir resumes the workflow where it stopped; the table
 then holds each job's latest run, and the wall time and CPU are those of this rerun alone.
@@ -159,16 +160,18 @@ def measured_by_kind(workdir: Path, log: str) -> list[list]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """This part's options (also ``scale_growth.py run``'s)."""
     parser.add_argument("--every", type=int, default=2, help="every n-th passage (1: all)")
     parser.add_argument("--data", type=Path, default=passages.NEWS)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("scale-run"))
     parser.add_argument("--run", action="store_true", help="run the workflow, not only plan it")
     record.add_argument(parser, "scale_run")
-    args = parser.parse_args()
 
+
+def run_whole(args) -> None:
+    """The dry run, and with ``--run`` the run (module docstring)."""
     workdir = args.workdir.resolve()
     corpus = workdir / "passages.tsv"
     if not corpus.exists():
@@ -224,6 +227,12 @@ def main() -> None:
             "table": record.table(lines),
         }
     record.write(args.record, "scale_run", figures)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    run_whole(parser.parse_args())
 
 
 if __name__ == "__main__":
