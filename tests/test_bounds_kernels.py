@@ -354,6 +354,24 @@ def test_costs32_is_word_costs_cast(cosine):
     np.testing.assert_array_equal(out, want.astype(np.float32))
 
 
+def test_centroid_bound_euclidean_is_solvers_distances_bit_for_bit():
+    """The fused kernel of the centroid rows: every bit of solver._distances, an empty
+    document's NaN, a cancelled pair's clip at 0 and a signed zero included."""
+    rng = np.random.default_rng(3)
+    means = rng.normal(size=(9, 6))
+    means[4] = np.nan  # an empty document's centroid
+    means[7] = means[1]  # equal centroids: cancellation, clipped at 0
+    sq = np.einsum("ij,ij->i", means, means)
+    products = means[:5] @ means.T
+    products[2, 3] = -0.0
+    want = solver._distances(products.copy(), sq[:5], sq)
+    got = bounds.centroid_bound("euclidean", products.copy(), sq[:5], sq)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert np.isnan(got[:, 4]).all() and np.isnan(got[4]).all()
+    assert not np.isnan(got[:4, :4]).any()
+    assert got[1, 7] >= 0.0
+
+
 def test_setup_seconds_estimate_scales_each_part_by_what_it_loops_over(monkeypatch):
     class Partial:
         def __init__(self, inputs, queries, _every):
