@@ -288,7 +288,7 @@ def run_embedding_neighbours(
     query role's top k under the evaluation ``settings`` and the splits, with the values
     of :func:`run_embedding_matrix`'s matrix, a block of rows at a time
     (:func:`~.neighbour_lists.neighbour_lists`). Bad input is a WmdevalError."""
-    from .neighbour_lists import neighbour_lists, no_words, write_lists
+    from .neighbour_lists import write_shard_lists
 
     if method not in METHODS:
         raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
@@ -299,16 +299,16 @@ def run_embedding_neighbours(
     _log_empty(documents, inputs)
     folds = io.fold_indices(io.read_splits(splits_path), inputs.doc_ids)
     rows_of, undefined = embedding_rows(inputs, method)
-    without_words = no_words(documents)
-    tables = neighbour_lists(
+    write_shard_lists(
+        documents,
         inputs.doc_ids,
-        without_words | undefined,
-        undefined & ~without_words,
+        undefined,
         folds,
         settings,
         rows_of,
         shard,
         n_shards,
-        report=f"embedding-neighbours {method} shard {shard + 1}/{n_shards}",
+        f"embedding-neighbours {method} shard {shard + 1}/{n_shards}",
+        out_pairs,
+        out_certificates,
     )
-    write_lists(tables, out_pairs, out_certificates)

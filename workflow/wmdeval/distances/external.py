@@ -378,18 +378,31 @@ def vector_distance_matrix(
         for start in range(0, n, step):
             stop = min(start + step, n)
             matrix[start:stop] = _vector_chunk(columns, start, stop, metric, norms)
-    matrix[undefined, :] = np.nan
-    matrix[:, undefined] = np.nan
-    diagonal = np.arange(n)
-    matrix[diagonal, diagonal] = np.where(undefined, np.nan, 0.0)
-    overflow = np.isinf(matrix)
+    return _finished_rows(matrix, np.arange(n), undefined, doc_ids, metric, source)
+
+
+def _finished_rows(
+    rows: np.ndarray,
+    queries: np.ndarray,
+    undefined: np.ndarray,
+    doc_ids: np.ndarray,
+    metric: str,
+    source: str,
+) -> np.ndarray:
+    """The rows of documents ``queries`` (positions) as the matrix holds them: NaN in the
+    rows and columns of the ``undefined`` documents, 0 on the diagonal of the others, in
+    place; an overflowing distance is a one-line WmdevalError naming ``source``."""
+    rows[undefined[queries], :] = np.nan
+    rows[:, undefined] = np.nan
+    rows[np.arange(len(queries)), queries] = np.where(undefined[queries], np.nan, 0.0)
+    overflow = np.isinf(rows)
     if overflow.any():
         r, c = np.argwhere(overflow)[0]
         raise io.WmdevalError(
-            f"{source}: the {metric} distance of doc_id {int(doc_ids[r])} x doc_id "
-            f"{int(doc_ids[c])} overflows float64 (values too large)"
+            f"{source}: the {metric} distance of doc_id {int(doc_ids[queries[r]])} x "
+            f"doc_id {int(doc_ids[c])} overflows float64 (values too large)"
         )
-    return matrix
+    return rows
 
 
 def vector_rows(
@@ -406,18 +419,7 @@ def vector_rows(
         queries = np.asarray(queries, dtype=np.int64)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             rows = _vector_rows(columns, queries, metric, norms)
-        rows[undefined[queries], :] = np.nan
-        rows[:, undefined] = np.nan
-        mine = np.arange(len(queries))
-        rows[mine, queries] = np.where(undefined[queries], np.nan, 0.0)
-        overflow = np.isinf(rows)
-        if overflow.any():
-            r, c = np.argwhere(overflow)[0]
-            raise io.WmdevalError(
-                f"{source}: the {metric} distance of doc_id {int(doc_ids[queries[r]])} x "
-                f"doc_id {int(doc_ids[c])} overflows float64 (values too large)"
-            )
-        return rows
+        return _finished_rows(rows, queries, undefined, doc_ids, metric, source)
 
     return rows_of, undefined
 
@@ -776,7 +778,7 @@ def run_vector_neighbours(
     ``settings`` and the splits, with the values of :func:`run_vector_matrix`'s matrix,
     a block of rows at a time (:func:`~wmdeval.distances.neighbour_lists.neighbour_lists`).
     Bad input is a one-line WmdevalError and nothing is written."""
-    from .neighbour_lists import neighbour_lists, no_words, write_lists
+    from .neighbour_lists import write_shard_lists
 
     _check_metric(metric)
     documents = _sorted_documents(documents_path)
@@ -784,16 +786,16 @@ def run_vector_neighbours(
     folds = io.fold_indices(io.read_splits(splits_path), doc_ids)
     vec_ids, vectors = read_document_vectors(vectors_path, ids_path)
     rows_of, undefined = vector_rows(doc_ids, vec_ids, vectors, metric, str(vectors_path))
-    without_words = no_words(documents)
-    tables = neighbour_lists(
+    write_shard_lists(
+        documents,
         doc_ids,
-        without_words | undefined,
-        undefined & ~without_words,
+        undefined,
         folds,
         settings,
         rows_of,
         shard,
         n_shards,
-        report=f"vector-neighbours {metric} shard {shard + 1}/{n_shards}",
+        f"vector-neighbours {metric} shard {shard + 1}/{n_shards}",
+        out_pairs,
+        out_certificates,
     )
-    write_lists(tables, out_pairs, out_certificates)

@@ -210,6 +210,37 @@ def write_lists(tables: tuple[pa.Table, pa.Table], out_pairs, out_certificates) 
     LOG.info("%d pairs, %d certificates", tables[0].num_rows, tables[1].num_rows)
 
 
+def write_shard_lists(
+    documents: pa.Table,
+    doc_ids: np.ndarray,
+    undefined: np.ndarray,
+    folds: list,
+    settings: Mapping | None,
+    rows_of: Callable[[np.ndarray], np.ndarray],
+    shard: int,
+    n_shards: int,
+    report: str,
+    out_pairs,
+    out_certificates,
+) -> None:
+    """A method's job: the lists of one query shard (:func:`neighbour_lists`), written.
+    ``documents`` in ``doc_ids`` order; ``undefined``: the documents whose rows the method
+    leaves NaN (those with words among them are certified as undefined)."""
+    without_words = no_words(documents)
+    tables = neighbour_lists(
+        doc_ids,
+        without_words | undefined,
+        undefined & ~without_words,
+        folds,
+        settings,
+        rows_of,
+        shard,
+        n_shards,
+        report=report,
+    )
+    write_lists(tables, out_pairs, out_certificates)
+
+
 __all__ = [
     "UNDEFINED",
     "BLOCK_ENTRIES",
@@ -219,4 +250,5 @@ __all__ = [
     "neighbour_lists",
     "undefined_ids",
     "write_lists",
+    "write_shard_lists",
 ]
