@@ -188,6 +188,7 @@ def test_report_holds_every_table_and_figure(finished_run):
     html = (finished_run / "results" / "report.html").read_text(errors="replace")
     for name in (
         "table2.csv",
+        "table2.md",  # with its notes and warnings
         "table7.csv",
         "table8.csv",
         "duplicates.csv",
