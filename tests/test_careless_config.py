@@ -27,7 +27,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from workflow_helpers import record_rules  # noqa: E402
+from workflow_helpers import record_rules, write_word2vec_text  # noqa: E402
 
 from wmdeval import cli  # noqa: E402
 from wmdeval.cleaning import vocabulary  # noqa: E402
@@ -70,10 +70,7 @@ def toy_table(path: Path, n: int = 42, split: bool = False) -> None:
 
 def toy_vectors(path: Path) -> None:
     """A 20-d word2vec text file of every word of the corpus."""
-    rng = np.random.default_rng(1)
-    words = [w for ws in TOPICS.values() for w in ws] + SHARED
-    rows = [w + " " + " ".join(f"{x:.5f}" for x in rng.normal(size=DIM)) for w in words]
-    path.write_text(f"{len(words)} {DIM}\n" + "\n".join(rows) + "\n")
+    write_word2vec_text(path, [w for ws in TOPICS.values() for w in ws] + SHARED, DIM, seed=1)
 
 
 def toy_config(**dataset) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from workflow_helpers import copy_workflow, record_rules
+from workflow_helpers import copy_workflow, record_rules, write_word2vec_text
 
 pytestmark = pytest.mark.e2e
 
@@ -57,12 +57,7 @@ def write_table(path: Path, rows: list[dict[str, str]], encoding: str = "utf-8")
 
 
 def write_vectors(path: Path) -> None:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    words = [w for ws in TOPICS.values() for w in ws] + SHARED
-    rows = [f"{w} " + " ".join(f"{v:.5f}" for v in rng.normal(size=DIM)) for w in words]
-    path.write_text(f"{len(rows)} {DIM}\n" + "\n".join(rows) + "\n")
+    write_word2vec_text(path, [w for ws in TOPICS.values() for w in ws] + SHARED, DIM, seed=0)
 
 
 def base_config(**dataset) -> dict:

@@ -139,3 +139,13 @@ def python_output(code: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def write_word2vec_text(path: Path, words: list[str], dim: int, seed: int) -> None:
+    """A word2vec text file of ``words``: a header, then one seeded normal ``dim``-d vector
+    per word (``np.random.default_rng(seed)``), five decimals."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = [f"{w} " + " ".join(f"{v:.5f}" for v in rng.normal(size=dim)) for w in words]
+    path.write_text(f"{len(rows)} {dim}\n" + "\n".join(rows) + "\n")
