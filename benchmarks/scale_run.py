@@ -127,7 +127,7 @@ def number(value: str) -> float:
 
 def measured_by_kind(workdir: Path, log: str) -> list[list]:
     """Per job kind: [rule, jobs, declared mem_mb (max), peak PSS MB (max), peak / declared
-    (the job closest to its declaration), seconds (max), flags]."""
+    (the job closest to its declaration), seconds (max), CPU seconds (max), flags]."""
     kinds: dict[str, dict[str, tuple]] = collections.defaultdict(dict)
     for rule, bench, resources in jobs(log):
         if bench and (workdir / bench).exists() and "mem_mb" in resources:
@@ -137,23 +137,25 @@ def measured_by_kind(workdir: Path, log: str) -> list[list]:
                 float(resources["mem_mb"]),
                 number(row["max_pss"]),
                 float(row["s"]),
+                number(row["cpu_time"]),
             )
     rows = []
     for rule, by_file in sorted(kinds.items()):
         runs = list(by_file.values())
         flags = []
-        if any(pss > mem for mem, pss, _ in runs):
+        if any(pss > mem for mem, pss, _, _ in runs):
             flags.append("OVER")
-        if any(pss > JOB_LIMIT_MB for _, pss, _ in runs):
+        if any(pss > JOB_LIMIT_MB for _, pss, _, _ in runs):
             flags.append("4GB+")
         rows.append(
             [
                 rule,
                 len(runs),
-                round(max(mem for mem, _, _ in runs)),
-                round(max(pss for _, pss, _ in runs)),
-                round(max(pss / mem for mem, pss, _ in runs), 2),
-                round(max(s for _, _, s in runs), 1),
+                round(max(mem for mem, _, _, _ in runs)),
+                round(max(pss for _, pss, _, _ in runs)),
+                round(max(pss / mem for mem, pss, _, _ in runs), 2),
+                round(max(s for _, _, s, _ in runs), 1),
+                round(max(cpu for _, _, _, cpu in runs), 1),
                 " ".join(flags),
             ]
         )
@@ -191,6 +193,7 @@ def run_whole(args) -> None:
     )
     figures: dict = {
         "documents": documents,
+        "corpus_bytes": corpus.stat().st_size,
         "every": args.every,
         "cores": args.cores,
         "forecast_minutes": round(forecast[args.cores], 1),
@@ -208,6 +211,7 @@ def run_whole(args) -> None:
             "peak PSS MB",
             "peak / declared",
             "max s",
+            "max CPU s",
             "flag",
         ]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

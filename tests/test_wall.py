@@ -429,3 +429,44 @@ def test_auto_list_shards_by_hand():
     assert plan.job_seconds("vector_neighbours", vectors, {}, 1000, {})[0] == pytest.approx(
         2.0 + 2.4e-7 * 1000**2
     )
+
+
+def test_a_training_jobs_expected_time_by_hand(tmp_path):
+    """planning/plan.py: train_embeddings from the bytes of the texts it trains on (a
+    file's size, a Parquet table's uncompressed bytes), its epochs and its shape against
+    the measured 50 x 5; no model while a text is missing (a download not done yet), or
+    for an embedding that is not trained."""
+    from wmdeval.planning import plan
+
+    table = tmp_path / "texts.tsv"
+    table.write_text("label\ttext\n" + "a\tone two three\n" * 1000)
+    size = table.stat().st_size
+    spec = {"format": "train-word2vec", "epochs": 20, "vector_size": 50, "window": 5}
+    at = {"trained": "w2v"}
+    seconds, scales, source = plan.job_seconds(
+        "train_embeddings", at, {"texts": [str(table)]}, None, {}, embedding=spec
+    )
+    assert seconds == pytest.approx(2.0 + 0.8e-6 * size * 20) and source == "model"
+    assert not scales  # one worker: its threads cannot share the work
+    # twice the vector size and twice the window: four times the work per byte and epoch
+    bigger = {**spec, "vector_size": 100, "window": 10}
+    assert plan.training_seconds([str(table)], bigger) == pytest.approx(2.0 + 3.2e-6 * size * 20)
+    # two files add up
+    assert plan.training_seconds([str(table)] * 2, spec) == pytest.approx(2.0 + 1.6e-6 * size * 20)
+    # Parquet: the uncompressed bytes its footer records, not the compressed file's
+    texts = pa.table({"text": [f"word{i} " * 200 for i in range(500)], "label": ["x"] * 500})
+    pq.write_table(texts, tmp_path / "texts.parquet", compression="zstd")
+    meta = pq.ParquetFile(tmp_path / "texts.parquet").metadata
+    raw = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    assert raw > 500_000 > 50_000 > (tmp_path / "texts.parquet").stat().st_size
+    assert plan.text_bytes([str(tmp_path / "texts.parquet")]) == raw
+    # not there yet, or not trained: not forecast individually
+    missing = {"texts": [str(tmp_path / "absent.tsv")]}
+    assert plan.job_seconds("train_embeddings", at, missing, None, {}, embedding=spec) == (
+        plan.OTHER_JOB_SECONDS,
+        False,
+        "other",
+    )
+    assert plan.job_seconds("train_embeddings", at, {"texts": [str(table)]}, None, {})[2] == (
+        "other"
+    )

@@ -1029,6 +1029,7 @@ def planned_jobs(dag):
             config["wmd"],
             PLANNED_WORDS.get(dataset),
             PLANNED_FOLDS.get(dataset),
+            config.get("embeddings", {}).get(wildcards.get("trained")),
         )
         sources[source] = sources.get(source, 0) + 1
         declared = job.rule.resources.get("_cores")

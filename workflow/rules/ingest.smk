@@ -60,7 +60,7 @@ rule ingest_kusner:
 
 rule train_embeddings:
     input:
-        trained_embedding_inputs,
+        texts=trained_embedding_inputs,
     output:
         "resources/embeddings/{trained}.vec",
     log:

@@ -22,6 +22,8 @@ speed-up of a job's threads where they share its work.
   it);
 * ``embedding_neighbours``, ``vector_neighbours`` (a query shard of a dense method's
   neighbour lists, knn mode): :func:`~wmdeval.planning.resources.listed_seconds`;
+* ``train_embeddings`` (``format: train-word2vec``): :func:`training_seconds`, from the
+  size of the texts it trains on (a file's bytes; a Parquet table's uncompressed bytes);
 * ``evaluate``: :data:`EVALUATE_JOB_SECONDS` plus, per entry of the n x n matrix,
   :data:`EVALUATE_SECONDS_PER_ENTRY` and :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold;
 * every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
@@ -97,6 +100,18 @@ DENSE_SECONDS_PER_ENTRY = 1.1e-7
 EVALUATE_JOB_SECONDS = 2.0
 EVALUATE_SECONDS_PER_ENTRY = 1.3e-7
 EVALUATE_SECONDS_PER_FOLD_ENTRY = 1.2e-7
+#: The ``train_embeddings`` job (gensim's Word2Vec on one worker, so that it is seeded and
+#: deterministic: its threads cannot share the work): TRAIN_JOB_SECONDS +
+#: TRAIN_SECONDS_PER_BYTE_EPOCH x the bytes of text it trains on x epochs, scaled by
+#: vector_size x window against the 50 x 5 it was measured at (for other shapes an
+#: estimate: Word2Vec's work per token grows with both). Measured at 50 x 5 and 20
+#: epochs: half the 85,635 passages (16.7 MB of table) 255 CPU-s as the only job on the
+#: 2-core VM, 0.77 us per byte and epoch; at a load of 4-20 from other work the quarter
+#: (8.3 MB) took 0.90, all the passages 1.00, 20 Newsgroups' 18,846 posts (22.8 MB of text
+#: in Parquet) 1.07. The whole-run benchmark's job is checked against it
+#: (benchmarks/results/scale_run.json, tests/test_wall.py).
+TRAIN_JOB_SECONDS = 2.0
+TRAIN_SECONDS_PER_BYTE_EPOCH = 0.8e-6
 #: Folds of a dataset whose count is not known while planning (a .mat file that is not
 #: one of the paper's, not yet ingested): five, the most any paper corpus has.
 UNKNOWN_FOLDS = 5
@@ -109,6 +124,8 @@ BLOCK_RULES = ("wmd_block", "wmd_sample_block")
 EMBEDDING_RULES = ("embedding_matrix", "sample_embedding_matrix")
 #: Rules whose jobs list a dense method's neighbours, a query shard each (knn mode).
 LISTED_RULES = ("embedding_neighbours", "vector_neighbours")
+#: Rules whose jobs train an embedding on the datasets' texts.
+TRAIN_RULES = ("train_embeddings",)
 #: Rules whose jobs evaluate the classifiers.
 EVALUATE_RULES = ("evaluate", "evaluate_allwords")
 #: Rules that only name the outputs (no command).
@@ -258,15 +275,20 @@ def job_seconds(
     settings: Mapping,
     words: float | None = None,
     folds: int | None = None,
+    embedding: Mapping | None = None,
 ) -> tuple[float, bool, str]:
     """(expected CPU seconds at one thread, do its threads share the work?, where the
     figure comes from: "forecast", "model" or "other") of one job of ``rule``;
     ``inputs``: its named input files; ``planned``: the documents planned for its
     dataset (None if unknown); ``settings``: the ``wmd:`` config; ``words``: the
     dataset's planned distinct words per document, ``folds`` its planned folds (None if
-    unknown)."""
+    unknown); ``embedding``: the config of the embedding a training job trains."""
     if rule in TARGET_RULES:
         return 0.0, False, "other"
+    if rule in TRAIN_RULES and embedding is not None:
+        seconds = training_seconds(inputs.get("texts") or (), embedding)
+        if seconds is not None:
+            return seconds, False, "model"
     if rule in SEARCH_RULES:
         seconds, forecast = search_seconds(inputs.get("forecast"), wildcards["shard"], planned)
         return seconds, True, "forecast" if forecast else "model"
@@ -300,6 +322,37 @@ def job_seconds(
         per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * fold_count
         return EVALUATE_JOB_SECONDS + per_entry * n * n, False, "model"
     return OTHER_JOB_SECONDS, False, "other"
+
+
+def text_bytes(paths: Iterable[str]) -> int | None:
+    """Bytes of text in the files a training job reads: a Parquet table's uncompressed
+    bytes as its footer records them (encoded: a text repeated many times may count
+    once), any other file's size; None while one is missing (a download not done yet)."""
+    total = 0
+    for path in paths:
+        try:
+            if str(path).endswith(".parquet"):
+                meta = pq.ParquetFile(path).metadata
+                total += sum(
+                    meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)
+                )
+            else:
+                total += os.path.getsize(path)
+        except (OSError, pa.ArrowInvalid):
+            return None
+    return total
+
+
+def training_seconds(paths: Iterable[str], spec: Mapping) -> float | None:
+    """CPU seconds of training the embedding ``spec`` (its config: epochs, vector_size,
+    window) on the texts in ``paths`` (:data:`TRAIN_SECONDS_PER_BYTE_EPOCH`); None if
+    the texts are not all there yet."""
+    size = text_bytes(paths)
+    if size is None or spec.get("format") != "train-word2vec":
+        return None
+    shape = spec.get("vector_size", 100) * spec.get("window", 5) / (50 * 5)
+    epochs = spec.get("epochs", 5)
+    return TRAIN_JOB_SECONDS + TRAIN_SECONDS_PER_BYTE_EPOCH * size * epochs * shape
 
 
 def _folds(splits_path, planned: int | None) -> int:
@@ -360,6 +413,10 @@ __all__ = [
     "SHARD_SECONDS_PER_DOCUMENT",
     "DENSE_JOB_SECONDS",
     "DENSE_SECONDS_PER_ENTRY",
+    "TRAIN_JOB_SECONDS",
+    "TRAIN_SECONDS_PER_BYTE_EPOCH",
+    "text_bytes",
+    "training_seconds",
     "EVALUATE_JOB_SECONDS",
     "EVALUATE_SECONDS_PER_ENTRY",
     "EVALUATE_SECONDS_PER_FOLD_ENTRY",
