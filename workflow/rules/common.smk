@@ -854,11 +854,28 @@ def text_source_inputs(wildcards):
 
 
 def trained_embedding_inputs(wildcards):
-    """The files of the datasets a trained embedding trains on (text_files)."""
+    """The files a trained embedding reads: its datasets' tables (texts) and stop-word
+    lists (text_files)."""
     spec = config["embeddings"][wildcards.trained]
-    return sorted(
-        {f for d in spec["train_on"] for f in text_files(config["datasets"][d])}
-    )
+    datasets = [config["datasets"][d] for d in spec["train_on"]]
+    return {
+        "texts": sorted(
+            {source_file(d) for d in datasets if "path" in d or "url" in d}
+        ),
+        "stopwords": sorted(
+            {f for d in datasets if (f := wmdeval_config.stopword_file(d))}
+        ),
+    }
+
+
+def trained_from_files(name):
+    """The config of the embedding `name` if it is trained on datasets that are all read
+    from files (the plan's model of its time reads their sizes), else None."""
+    spec = config.get("embeddings", {}).get(name)
+    if spec is None or spec["format"] != "train-word2vec":
+        return None
+    datasets = [config["datasets"][d] for d in spec["train_on"]]
+    return spec if all("path" in d or "url" in d for d in datasets) else None
 
 
 def allwords_variant_inputs(wildcards):
@@ -1029,7 +1046,7 @@ def planned_jobs(dag):
             config["wmd"],
             PLANNED_WORDS.get(dataset),
             PLANNED_FOLDS.get(dataset),
-            config.get("embeddings", {}).get(wildcards.get("trained")),
+            trained_from_files(wildcards.get("trained")),
         )
         sources[source] = sources.get(source, 0) + 1
         declared = job.rule.resources.get("_cores")

@@ -60,7 +60,7 @@ rule ingest_kusner:
 
 rule train_embeddings:
     input:
-        texts=trained_embedding_inputs,
+        unpack(trained_embedding_inputs),
     output:
         "resources/embeddings/{trained}.vec",
     log:

@@ -333,9 +333,7 @@ def text_bytes(paths: Iterable[str]) -> int | None:
         try:
             if str(path).endswith(".parquet"):
                 meta = pq.ParquetFile(path).metadata
-                total += sum(
-                    meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)
-                )
+                total += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             else:
                 total += os.path.getsize(path)
         except (OSError, pa.ArrowInvalid):
