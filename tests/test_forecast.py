@@ -61,6 +61,40 @@ def test_forecast_totals_against_a_hand_computed_case():
     assert second["runtime"] == 9 and second["mem_mb"] == 1170
 
 
+def test_each_set_up_batch_of_a_shard_pays_its_set_up():
+    # a shard set up in batches (search.shard_batches) pays a set-up per batch: 0.01 s
+    # per word from 1 s at 100 words, for 150 and 120 words 1.5 + 1.2 s, against 2 s for
+    # its 200 words in one piece
+    setup = {
+        "sample_vocabulary": 100,
+        "sample_cpu_seconds": 1.0,
+        "widest_shard_vocabulary": 200,
+        "widest_shard_cpu_seconds": 2.0,
+    }
+    shared = dict(
+        n_queries=10,
+        solves_per_query=1.0,
+        cpu_per_query=1.0,
+        solve_share=1.0,
+        shared_share=0.0,
+        setup_seconds=3.0,
+        bounds_setup=setup,
+        threads=1,
+        model_mem_mb=1000,
+        peak_mb=0.0,
+    )
+    one = forecast.forecast_totals(
+        shards=[{"queries": 10, "work": 1.0, "vocabulary": 200}], **shared
+    )
+    batched = forecast.forecast_totals(
+        shards=[{"queries": 10, "work": 1.0, "vocabulary": 200, "batches": [150, 120]}],
+        **shared,
+    )
+    assert one["cpu_seconds"] == pytest.approx(10.0 + 3.0 + 2.0)
+    assert batched["cpu_seconds"] == pytest.approx(10.0 + 3.0 + 1.5 + 1.2)
+    assert batched["shards"][0]["cpu_seconds"] == pytest.approx(15.7)
+
+
 def test_forecast_totals_threads_divide_the_runtime_and_the_model_memory_can_win():
     got = forecast.forecast_totals(
         n_queries=10,

@@ -390,6 +390,50 @@ def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, 
     assert resources._band_vocabulary(str(path), mtime, 7) == widest
 
 
+def test_a_search_jobs_tables_are_those_of_its_largest_set_up_batch(tmp_path, monkeypatch):
+    # search_resources counts the bounds' tables of the largest set-up batch of any
+    # shard: a whole shard's within SETUP_TABLE_BYTES, else the batches search cuts
+    from wmdeval.distances.wmd import pairs, search
+
+    rng = np.random.default_rng(5)
+    bags = [sorted(set(rng.choice(200, rng.integers(1, 25)).tolist())) for _ in range(40)]
+    table = pa.table(
+        {
+            "doc_id": np.arange(40, dtype=np.int32),
+            "label": ["x"] * 40,
+            "y": np.zeros(40, dtype=np.int32),
+            "words": [[f"w{w}" for w in bag] for bag in bags],
+            "counts": [[1.0] * len(bag) for bag in bags],
+        },
+        schema=schemas.DOCUMENTS,
+    )
+    path = tmp_path / "documents.parquet"
+    io.write_table(table, path, schemas.DOCUMENTS)
+    mtime = path.stat().st_mtime_ns
+    vocabulary = len({w for bag in bags for w in bag})
+    sizes = np.array([len(bag) for bag in bags], dtype=np.float64)
+    runs = search.query_shards(sizes, np.arange(40), 3)
+    whole = max(
+        4 * (len({w for k in run for w in bags[k]}) * 40 + vocabulary * len(run)) for run in runs
+    )
+    assert resources._shard_tables(str(path), mtime, 3) == whole
+    # a budget of a few documents' words: each shard in batches, none above the budget
+    budget = 4 * (40 * 40 + vocabulary * 3)
+    monkeypatch.setattr(pairs, "SETUP_TABLE_BYTES", budget)
+    resources._shard_tables.cache_clear()
+    batched = resources._shard_tables(str(path), mtime, 3)
+    code = {w: c for c, w in enumerate(sorted({w for bag in bags for w in bag}))}
+    by_hand = 0
+    for run in runs:
+        lists = [np.array([code[w] for w in bags[k]]) for k in run]
+        for start, end in pairs.setup_batches(lists, 40, vocabulary):
+            part = run[start:end]
+            words = len({w for k in part for w in bags[k]})
+            by_hand = max(by_hand, 4 * (words * 40 + vocabulary * len(part)))
+    assert batched == by_hand and batched < whole and batched <= budget
+    resources._shard_tables.cache_clear()
+
+
 def test_the_search_estimate_counts_the_bounds_working_matrices(tmp_path):
     from wmdeval.distances import embedding
     from wmdeval.distances.wmd import bounds, search

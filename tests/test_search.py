@@ -609,6 +609,48 @@ def test_shards_and_threads_do_not_change_a_byte():
         assert other[0].equals(one[0]) and other[1].equals(one[1])
 
 
+def test_set_up_batches_do_not_change_a_byte(monkeypatch):
+    # a shard whose bounds' tables exceed SETUP_TABLE_BYTES sets up and searches a batch
+    # of its queries at a time: the four tables (RWMD's too) are the same bytes as in one
+    # piece, on one worker and on two, and every batch's tables fit the budget
+    docs, emb = clustered(120, seed=3)
+    inputs = solver.prepare(docs, emb, "bow")
+    folds = io.fold_indices(five_folds(120), inputs.doc_ids)
+    whole = search.SearchStats()
+    one = search.search_shard(inputs, folds, None, 0, 2, 1, whole, relaxed=True)
+    queries = np.unique(np.concatenate([np.concatenate(f) for f in folds]))
+    mine = search.query_shards(inputs.sizes, queries, 2)[0]
+    assert len(search.shard_batches(inputs, mine)) == 1  # the default budget: one piece
+    budget = 4 * (12 * inputs.n + len(inputs.vectors) * 3)
+    monkeypatch.setattr(pairs, "SETUP_TABLE_BYTES", budget)
+    batches = search.shard_batches(inputs, mine)
+    assert len(batches) > 5 and np.array_equal(np.concatenate(batches), mine)
+    words = [inputs.indices[q] for q in mine.tolist()]
+    runs = pairs.setup_batches(words, inputs.n, len(inputs.vectors))
+    assert pairs.setup_table_bytes(words, inputs.n, len(inputs.vectors), runs) <= budget
+    for workers in (1, 2):
+        stats = search.SearchStats()
+        batched = search.search_shard(inputs, folds, None, 0, 2, workers, stats, relaxed=True)
+        assert all(t.equals(u) for t, u in zip(batched, one, strict=True))
+        assert stats.queries == whole.queries and stats.pairs == whole.pairs
+
+
+def test_set_up_batches_by_hand():
+    # 10 documents, 6 words: tables of a run cost 4 x (its distinct words x 10 + 6 x its
+    # queries) bytes
+    words = [np.array([0, 1]), np.array([1, 2]), np.array([3]), np.array([4, 5]), np.array([0])]
+    # 2 words, 1 query: 104; 3 words, 2 queries: 168; 4 words, 3: 232; 6, 4: 336; 6, 5: 360
+    assert pairs.setup_batches(words, 10, 6, budget=360) == [(0, 5)]
+    assert pairs.setup_batches(words, 10, 6, budget=359) == [(0, 4), (4, 5)]
+    assert pairs.setup_batches(words, 10, 6, budget=232) == [(0, 3), (3, 5)]
+    assert pairs.setup_batches(words, 10, 6, budget=200) == [(0, 2), (2, 4), (4, 5)]
+    # a query alone above the budget is a run of its own
+    assert pairs.setup_batches(words, 10, 6, budget=1) == [(i, i + 1) for i in range(5)]
+    assert pairs.setup_batches([], 10, 6) == []
+    runs = [(0, 2), (2, 5)]
+    assert pairs.setup_table_bytes(words, 10, 6, runs) == max(4 * (3 * 10 + 12), 4 * (4 * 10 + 18))
+
+
 #: SearchStats counts that depend on each query's own search alone: the same for any
 #: number of workers (the solves differ by the duplicates only)
 PER_QUERY = ("pairs", "candidates", "reused", "floored", "floored_candidates", "tight", "duals")

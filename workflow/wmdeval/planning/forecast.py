@@ -20,9 +20,11 @@ a seeded sample of the method's queries, and scales it to every query:
 * **per job**: reading the inputs and preparing them, and the bounds' set-up for the
   job's queries (:class:`~wmdeval.distances.wmd.bounds.LowerBounds`: a fixed part and
   one growing with the queries' vocabulary, the sample's as its search paid it,
-  ``SearchStats.setup_seconds``, and the shard of the widest vocabulary's estimated on
-  its own from a partial build (:func:`~wmdeval.distances.wmd.bounds.setup_seconds_estimate`),
-  interpolated between the two for each shard), are paid by every shard; a
+  ``SearchStats.setup_seconds``, and the set-up batch of the widest vocabulary's
+  estimated on its own from a partial build
+  (:func:`~wmdeval.distances.wmd.bounds.setup_seconds_estimate`), interpolated between
+  the two for each batch; a shard is one batch unless its tables exceed
+  ``pairs.SETUP_TABLE_BYTES``), are paid by every shard; a
   per-query figure that included them would overestimate a shard of many queries
   several times over (600 reviews: 2.5x). The kernels are loaded by an untimed search
   of one query first. The set-up is timed as the search runs it: the building thread's
@@ -101,8 +103,10 @@ def shard_shares(
     cuts ``queries``, sorted positions into ``inputs``): its queries, its share of the
     queries' estimated work (``document_work + 1`` per query, the cut's own measure) and
     its queries' vocabulary (what the bounds' set-up of a job grows with), without the
-    queries ``settled`` (:func:`settled_queries`: the search sets up no bound for them)."""
-    from ..distances.wmd.search import query_shards
+    queries ``settled`` (:func:`settled_queries`: the search sets up no bound for them),
+    and that of each of its set-up batches (``search.shard_batches``: a shard whose
+    bounds' tables exceed ``pairs.SETUP_TABLE_BYTES`` sets up a batch at a time)."""
+    from ..distances.wmd.search import query_shards, shard_batches
 
     sizes = inputs.sizes
     shards = query_shards(sizes, queries, n_shards)
@@ -117,6 +121,10 @@ def shard_shares(
                 "queries": len(shard),
                 "work": float(cumulative[end] - cumulative[start]) / total,
                 "vocabulary": _vocabulary(inputs, _bounded(shard, settled)),
+                "batches": [
+                    _vocabulary(inputs, _bounded(batch, settled))
+                    for batch in shard_batches(inputs, shard)
+                ],
             }
         )
         start = end
@@ -168,7 +176,9 @@ def forecast_totals(
     shard visits too (each such pair is solved once, so s/2 of the solves are saved);
     ``setup_seconds``: a job's reading and preparing its inputs; ``bounds_setup``: the
     bounds' set-up timed twice (:func:`bounds_setup_seconds`); ``shards``: per shard
-    ``{"queries": int, "work": share of the estimated work, "vocabulary": int}``.
+    ``{"queries": int, "work": share of the estimated work, "vocabulary": int}`` and
+    optionally ``"batches"``: the vocabulary of each of its set-up batches, each of which
+    pays a set-up (default: the one of ``vocabulary``).
     Returns ``{"solves", "cpu_seconds", "shards": [{"shard", "queries", "cpu_seconds",
     "runtime", "mem_mb"}]}``; runtime in minutes.
     """
@@ -180,7 +190,8 @@ def forecast_totals(
     per_shard, fixed_total = [], 0.0
     for k, shard in enumerate(shards, start=1):
         share = max(shard["queries"] / n_queries if n_queries else 0.0, shard["work"])
-        fixed = setup_seconds + bounds_setup_seconds(bounds_setup, shard["vocabulary"])
+        batches = shard.get("batches") or [shard["vocabulary"]]
+        fixed = setup_seconds + sum(bounds_setup_seconds(bounds_setup, v) for v in batches)
         fixed_total += fixed
         cpu = fixed + query_cpu * share
         wall = cpu / speedup(threads)
@@ -281,9 +292,15 @@ def measure(
     # widest shard's estimated from one chunk of its words in SETUP_EVERY, not built in
     # full (its job builds it: a forecast that built it too paid the set-up twice)
     shards = search.query_shards(inputs.sizes, queries, n_shards)
-    # a shard's set-up is for its queries that their floors do not settle (``settled``)
-    bounded = [_bounded(shard, settled) for shard in shards]
-    widest = max(bounded, key=lambda shard: _vocabulary(inputs, shard))
+    # a set-up is for a batch of a shard's queries (the whole shard unless its tables
+    # exceed the budget, search.shard_batches), for those their floors do not settle
+    # (``settled``)
+    bounded = [
+        _bounded(batch, settled)
+        for shard in shards
+        for batch in search.shard_batches(inputs, shard)
+    ]
+    widest = max(bounded, key=lambda batch: _vocabulary(inputs, batch))
     with _blas().limit(limits=1, user_api="blas"):
         widest_init = setup_seconds_estimate(inputs, widest)
     stats = search.SearchStats()

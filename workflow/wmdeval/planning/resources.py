@@ -16,7 +16,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import WmdevalError
-from ..distances.wmd.pairs import SECONDS_PER_UNIT, document_work, row_work
+from ..distances.wmd.pairs import (
+    SECONDS_PER_UNIT,
+    document_work,
+    row_work,
+    setup_batches,
+    setup_table_bytes,
+)
 from ..ingest.kusner import mat_documents, mat_loaded_mb
 from .wall import speedup
 
@@ -120,6 +126,35 @@ def _shard_vocabulary(path: str, mtime_ns: int, n_shards: int) -> int:
     return _most_distinct_words(words, np.r_[0, cuts], np.r_[cuts, len(sizes)])
 
 
+@functools.lru_cache(maxsize=64)
+def _shard_tables(path: str, mtime_ns: int, n_shards: int) -> int:
+    """The largest bounds' tables (bytes) a search job sets up at once: over the runs of
+    documents cut as :func:`_shard_vocabulary` cuts them (every document a query), each
+    run's set-up batches (``pairs.setup_batches``, as ``search.shard_batches`` cuts a
+    shard's queries within ``pairs.SETUP_TABLE_BYTES``)."""
+    words = pq.read_table(path, columns=["words"]).column("words").combine_chunks()
+    n = len(words)
+    if not n:
+        return 0
+    flat = pc.dictionary_encode(pc.list_flatten(words))
+    codes = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocabulary = len(flat.dictionary)
+    offsets = words.offsets.to_numpy()
+    offsets = offsets - offsets[0]  # list_flatten starts at the first list's values
+    lists = [codes[offsets[i] : offsets[i + 1]] for i in range(n)]
+    sizes = np.diff(offsets).astype(np.float64)
+    cumulative = np.cumsum(document_work(sizes) + 1.0)
+    cuts = np.searchsorted(
+        cumulative, cumulative[-1] * np.arange(1, n_shards) / n_shards, side="right"
+    )
+    largest = 0
+    for start, end in zip(np.r_[0, cuts], np.r_[cuts, n], strict=True):
+        run = lists[start:end]
+        batches = setup_batches(run, n, vocabulary)
+        largest = max(largest, setup_table_bytes(run, n, vocabulary, batches))
+    return largest
+
+
 def _most_distinct_words(words: pa.ListArray, starts, ends) -> int:
     """The most distinct words of any run of documents ``starts[k]:ends[k]`` of ``words``
     (one documents file's word lists, in one chunk)."""
@@ -157,8 +192,10 @@ def search_resources(
     """``{"mem_mb": int, "runtime": int (minutes)}`` of one neighbour-search job (knn mode).
 
     Memory: the bounds' float32 word-to-document distances (documents x the shard's
-    vocabulary, :func:`_shard_vocabulary`; the shard's queries x the whole vocabulary;
-    20 Newsgroups at 300-d peaked 1.3 GB, benchmarks/paper_scale.py), the float64 bound
+    vocabulary; the shard's queries x the whole vocabulary; a batch of the shard's
+    queries at a time where these exceed ``pairs.SETUP_TABLE_BYTES``,
+    :func:`_shard_tables`; 20 Newsgroups at 300-d peaked 1.3 GB,
+    benchmarks/paper_scale.py), the float64 bound
     rows of every thread (:data:`SEARCH_BOUND_ROWS` each, at least
     :data:`SEARCH_BOUND_ROWS_FLOOR` in all), the documents, and per thread the bounds'
     float64 working matrices of word costs (:data:`BOUNDS_MAX_ENTRIES` entries,
@@ -173,10 +210,9 @@ def search_resources(
         return {"mem_mb": 2000 * attempt, "runtime": 60 * attempt}
     sizes = _document_sizes(str(documents_path), stat.st_mtime_ns)
     n = len(sizes)
-    n_words = _vocabulary_size(str(documents_path), stat.st_mtime_ns)
-    shard_words = _shard_vocabulary(str(documents_path), stat.st_mtime_ns, n_shards)
+    tables = _shard_tables(str(documents_path), stat.st_mtime_ns, n_shards)
     row_block = max(SEARCH_BOUND_ROWS_FLOOR, threads * SEARCH_BOUND_ROWS)
-    bounds_mb = 4 * (n * shard_words + n / n_shards * n_words) / 1e6 + 8 * row_block * n / 1e6
+    bounds_mb = tables / 1e6 + 8 * row_block * n / 1e6
     working_mb = threads * WORKING_MATRICES * 8 * BOUNDS_MAX_ENTRIES / 1e6
     mem_mb = int(np.ceil(600 + 1.5 * bounds_mb + working_mb + 30 * stat.st_size / 1e6))
     units = SEARCH_SHARE * row_work(document_work(sizes)).sum()

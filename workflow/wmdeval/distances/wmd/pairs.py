@@ -159,3 +159,57 @@ def row_segments(
             base = int(starts[i]) - (i + 1)  # rank of pair (i, j) is base + j
             segments.append((i, lo - base, hi - base, lo - start))
     return segments
+
+
+# ---------------------------------------------------------------------------------------------
+# A search job's set-up batches
+
+#: The most bytes of the bounds' float32 tables (``bounds.LowerBounds``) a search job
+#: builds at once: [its queries' distinct words x documents] and [vocabulary x its
+#: queries]. A shard whose tables would be larger sets up and searches its queries a
+#: batch at a time (:func:`setup_batches`; the same tables' bits, as a query's bound rows
+#: and search depend on its own words alone). Half the 85,635 passages in 10 shards built
+#: 3.7 GB of them per job in one piece (peak PSS 3.1 GB), all of them in 22 shards would
+#: build 5.7 GB; batches of 1 GiB keep a job within the 4 GB a cluster node commonly
+#: grants a core, at the price of less set-up shared by a batch's queries.
+SETUP_TABLE_BYTES = 2**30
+
+
+def setup_batches(
+    words: list[np.ndarray], n_documents: int, vocabulary: int, budget: int | None = None
+) -> list[tuple[int, int]]:
+    """Consecutive runs [start, end) of queries whose bounds' tables fit in ``budget``
+    bytes (default :data:`SETUP_TABLE_BYTES`): 4 x (the run's distinct words x
+    ``n_documents`` + ``vocabulary`` x the run's queries). ``words``: each query's word
+    codes in [0, ``vocabulary``), in the order of the queries. A run holds at least one
+    query, so one query too large for the budget is a run of its own. No query: no run."""
+    budget = SETUP_TABLE_BYTES if budget is None else budget
+    seen = np.zeros(vocabulary, dtype=bool)
+    runs: list[tuple[int, int]] = []
+    start, distinct = 0, 0
+    for i, codes in enumerate(words):
+        codes = np.asarray(codes, dtype=np.int64)
+        new = np.unique(codes[~seen[codes]])
+        tables = 4 * ((distinct + len(new)) * n_documents + vocabulary * (i + 1 - start))
+        if tables > budget and i > start:
+            runs.append((start, i))
+            seen[:] = False
+            start, distinct = i, 0
+            new = np.unique(codes)
+        seen[new] = True
+        distinct += len(new)
+    if len(words) > start:
+        runs.append((start, len(words)))
+    return runs
+
+
+def setup_table_bytes(
+    words: list[np.ndarray], n_documents: int, vocabulary: int, runs: list[tuple[int, int]]
+) -> int:
+    """The largest tables (bytes, as :func:`setup_batches` counts them) of any of ``runs``."""
+    largest = 0
+    for start, end in runs:
+        part = words[start:end]
+        distinct = len(np.unique(np.concatenate(part))) if part else 0
+        largest = max(largest, 4 * (distinct * n_documents + vocabulary * (end - start)))
+    return largest

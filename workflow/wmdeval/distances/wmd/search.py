@@ -95,7 +95,7 @@ from .bounds import (
     query_potential,
     scaled_margin,
 )
-from .pairs import document_work
+from .pairs import document_work, setup_batches
 from .reuse import read_reuse
 from .solver import WmdInputs, _blas, prepare, solve_pair_costs
 
@@ -1205,8 +1205,32 @@ def search_shard(
         else np.zeros(0, dtype=np.int64)
     )
     mine = query_shards(inputs.sizes, queries, n_shards)[shard]
-    tasks = query_tasks(roles, inputs.empty, mine)
-    return search_queries(inputs, tasks, threads, stats, known, floors, relaxed, report)
+    batches = shard_batches(inputs, mine)
+    if len(batches) <= 1:
+        tasks = query_tasks(roles, inputs.empty, mine)
+        return search_queries(inputs, tasks, threads, stats, known, floors, relaxed, report)
+    # the bounds' tables of the whole shard would exceed SETUP_TABLE_BYTES: a batch of
+    # its queries at a time, each with its own set-up; a query's rows and its search
+    # depend on its own words alone, so the tables are the same bits as in one piece
+    parts = []
+    for b, batch in enumerate(batches, start=1):
+        if report is not None:
+            LOG.info("%s: set-up batch %d of %d, %d queries", report, b, len(batches), len(batch))
+        tasks = query_tasks(roles, inputs.empty, batch)
+        parts.append(search_queries(inputs, tasks, threads, stats, known, floors, relaxed, report))
+    # batches are consecutive runs of sorted queries: the tables stay sorted by query
+    return tuple(
+        pa.concat_tables([part[t] for part in parts]).combine_chunks() for t in range(len(parts[0]))
+    )
+
+
+def shard_batches(inputs: WmdInputs, queries: np.ndarray) -> list[np.ndarray]:
+    """``queries`` (sorted positions) cut into the consecutive runs a search job sets up
+    and searches one at a time (:func:`~.pairs.setup_batches`: their bounds' tables within
+    :data:`~.pairs.SETUP_TABLE_BYTES`)."""
+    words = [inputs.indices[q] for q in np.asarray(queries).tolist()]
+    runs = setup_batches(words, inputs.n, len(inputs.vectors))
+    return [queries[start:end] for start, end in runs]
 
 
 def check_complete(pairs: pa.Table, certificates: pa.Table, doc_ids: np.ndarray, what: str) -> None:
