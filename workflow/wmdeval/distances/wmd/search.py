@@ -4,7 +4,9 @@ kNN and wkNN read only the k nearest candidates of each query (the query roles o
 :mod:`wmdeval.core.roles`), so most of a full WMD matrix is never read. For each query
 document this module
 
-1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
+1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`): the
+   parts whose cost does not grow with the query's words for every document, the rest
+   only for the candidates its visits may reach (LAZY_BOUNDS, :class:`_LazyStream`);
 2. for each candidate list the query is ranked among, starts from the distances it
    already solved for its other lists, then takes the candidates in increasing order
    of their best known bound (then position), until that bound exceeds the current k-th
