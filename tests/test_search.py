@@ -774,6 +774,110 @@ def test_stream_is_the_stable_order_of_the_cheap_bounds(size):
     assert not stream.has(size)
 
 
+class _ListedRow:
+    """A stand-in for bounds.LazyRow: given cheap bounds and lower parts, counting the
+    candidates whose cheap bound was asked for."""
+
+    def __init__(self, cheap, full):
+        self.cheap, self.full = cheap, full
+        self.asked: list[int] = []
+
+    def values(self, candidates):
+        self.asked.extend(candidates.tolist())
+        return self.full[candidates]
+
+
+@pytest.mark.parametrize("size", [1, 255, 256, 257, 1000, 5000])
+def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
+    # search._LazyStream lists a list's candidates in the order of search._Stream over
+    # their cheap bounds, computing a cheap bound only once its lower part is below the
+    # part's threshold: many ties in both, lower parts equal to the bound for some, far
+    # below it for others (listed out of their lower parts' order), NaN (empty) in both
+    rng = np.random.default_rng(size)
+    values = rng.integers(0, max(size // 8, 2), size).astype(np.float64)
+    lower = values - rng.choice([0.0, 0.0, 0.5, 3.0, 40.0], size)
+    empty = rng.random(size) < 0.05
+    values[empty] = lower[empty] = np.nan
+    candidates = np.sort(rng.choice(10 * size, size, replace=False))
+    cheap, full = np.full(10 * size, -1.0), np.full(10 * size, -1.0)
+    cheap[candidates], full[candidates] = lower, values
+    want = np.argsort(values, kind="stable")
+    row = _ListedRow(cheap, full)
+    stream = search._LazyStream(candidates, row)
+    got = 0
+    while stream.has(got):
+        assert stream.order[got] == candidates[want[got]]
+        assert np.array_equal(stream.loose[got], values[want[got]], equal_nan=True)
+        # every computed candidate has a lower part at most the stream's threshold so far
+        got += 1
+    assert stream.order == candidates[want].tolist()
+    assert np.array_equal(np.array(stream.loose), values[want], equal_nan=True)
+    assert sorted(row.asked) == candidates.tolist()  # each once
+    if size >= 1000:  # its first entries compute a first part, not the list
+        head = _ListedRow(cheap, full)
+        first = search._LazyStream(candidates, head)
+        assert first.has(20) and first.order[:21] == candidates[want[:21]].tolist()
+        assert len(head.asked) < size // 2
+
+
+def test_lazy_cheap_bounds_are_the_rows_bit_for_bit():
+    # LowerBounds.cheap_rows (every candidate) and full_values (chosen ones) give the
+    # bits of rows(): WCD and OMR included, any candidates in any order, and the lower
+    # part is a lower bound of every entry; empty documents NaN in both
+    for weighting, (docs, emb) in (("bow", clustered(150, seed=7)), ("tfidf", awkward_labelled())):
+        inputs = solver.prepare(docs, emb, weighting)
+        n = inputs.n
+        queries = np.arange(0, n, 3)
+        lower = bounds.LowerBounds(inputs, queries)
+        every = bounds.LowerBounds(inputs, queries).rows(np.arange(len(queries)))
+        at = np.arange(len(queries))
+        backward, centroid, cheap = lower.cheap_rows(at)
+        rng = np.random.default_rng(0)
+        for a in at.tolist():
+            row = bounds.LazyRow(lower, a, backward[a], centroid[a], cheap[a])
+            chosen = rng.permutation(n)[: n // 2]
+            got = row.values(chosen)
+            assert got.tobytes() == every[a, chosen].tobytes()
+            assert row[int(chosen[0])] == every[a, chosen[0]] or np.isnan(got[0])
+            assert row.values(np.arange(n)).tobytes() == every[a].tobytes()
+            assert row.computed == n
+            defined = ~np.isnan(every[a])
+            assert np.array_equal(np.isnan(cheap[a]), ~defined)
+            assert (cheap[a][defined] <= every[a][defined]).all()
+        # the lower part is a weaker bound (else nothing would be left to skip)
+        assert (cheap < every).sum() > 0.1 * np.isfinite(every).sum()
+
+
+@pytest.mark.parametrize("corpus", ["awkward", "clustered"])
+def test_lazy_cheap_bounds_change_no_byte_of_the_search(monkeypatch, corpus):
+    # the search with cheap bounds computed as the visits reach them (LAZY_BOUNDS) and
+    # with every candidate's computed first: the same tables, byte for byte, with one
+    # worker and two, ties at the k-th distance included; and fewer bounds computed
+    if corpus == "awkward":
+        docs, emb = awkward_labelled()
+        splits, settings = five_folds(70, seed=2), {"knn": {"k": [1, 3, 5]}, "wknn": {"k": 5}}
+    else:
+        docs, emb = clustered(300, seed=3)
+        splits, settings = five_folds(300), None
+    for weighting in ("bow", "tfidf"):
+        inputs = solver.prepare(docs, emb, weighting)
+        runs = {}
+        for lazy in (False, True):
+            monkeypatch.setattr(search, "LAZY_BOUNDS", lazy)
+            for threads in (1, 2):
+                stats = search.SearchStats()
+                tables = knn_tables(inputs, splits, settings, threads=threads, stats=stats)
+                runs[lazy, threads] = (tables, stats)
+        eager = runs[False, 1][0]
+        for (lazy, threads), (tables, stats) in runs.items():
+            assert tables[0].equals(eager[0]) and tables[1].equals(eager[1]), (lazy, threads)
+            assert stats.solves >= runs[False, 1][1].solves
+        lazy, eager_stats = runs[True, 1][1], runs[False, 1][1]
+        assert lazy.full_bounds == runs[True, 2][1].full_bounds
+        # a list here is about as long as a stream's first part: few are skipped
+        assert 0 < lazy.full_bounds < eager_stats.full_bounds
+
+
 @pytest.mark.parametrize("n_right", [300, 320, 1])
 def test_stable_products_are_the_product_row_by_row(n_right):
     # 300 columns end in a partial tile, where OpenBLAS's SkylakeX kernels rounded by a

@@ -4,7 +4,9 @@ kNN and wkNN read only the k nearest candidates of each query (the query roles o
 :mod:`wmdeval.core.roles`), so most of a full WMD matrix is never read. For each query
 document this module
 
-1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`);
+1. computes cheap lower bounds to every document (:func:`~.bounds.lower_bounds`): the
+   parts whose cost does not grow with the query's words for every document, the rest
+   only for the candidates its visits may reach (LAZY_BOUNDS, :class:`_LazyStream`);
 2. for each candidate list the query is ranked among, starts from the distances it
    already solved for its other lists, then takes the candidates in increasing order
    of their best known bound (then position), until that bound exceeds the current k-th
@@ -85,6 +87,7 @@ from .blocks import _log_empty
 from .bounds import (
     DIRECT_DIMENSIONS,
     FORK,
+    LazyRow,
     LowerBounds,
     child_process_start,
     constrained_transfers,
@@ -122,6 +125,13 @@ TIGHTEN_BATCH = 8
 #: and how much larger each next part is.
 STREAM_PART = 256
 STREAM_GROWTH = 4
+
+#: Whether a query's cheap bound is computed lazily (:class:`_LazyStream`): for every
+#: candidate only its part that costs the same per candidate whatever the query's words
+#: (the backward relaxation and the centroid bound), the rest (the forward relaxation,
+#: the overlap correction) only for the candidates whose part is not already beyond the
+#: visit's stop. The same order of visits and the same bits (tested against False).
+LAZY_BOUNDS = True
 
 #: Potentials (from a query's first exact solves) its dual bounds use.
 POTENTIALS = 128
@@ -166,6 +176,8 @@ class SearchStats:
     ascents: int = 0  # dual ascents computed (query, candidate; again after new potentials)
     # the cheap bounds of every candidate, their set-up included (CPU of the threads)
     bound_seconds: float = 0.0
+    # (query, candidate) full cheap bounds computed (LAZY_BOUNDS: those the visits reached)
+    full_bounds: int = 0
     # the bounds' set-up (LowerBounds for the job's queries): CPU of the threads building
     # it, under the search's one-thread BLAS limit, as every job pays it; and its wall time
     setup_seconds: float = 0.0
@@ -574,6 +586,79 @@ class _Stream:
         self._candidates, self._values = candidates[:0], values[:0]
 
 
+class _LazyStream:
+    """:class:`_Stream`'s order (increasing cheap bound, then position) from a
+    :class:`~.bounds.LazyRow`, whose cheap bound is computed only for the candidates the
+    visit reaches: a part is every candidate left whose lower part (``row.cheap``) is at
+    most a threshold (the part's size-th smallest of them), their cheap bounds computed
+    and pooled with those computed before but not yet listed; the pool's candidates
+    whose cheap bound is at most the threshold are then listed, sorted stably in
+    position order, the rest stay pooled.
+
+    Why this is the whole order's next entries, exactly: the lower part is at most the
+    cheap bound of every candidate (:meth:`~.bounds.LowerBounds.cheap_rows`), so every
+    candidate whose cheap bound is at most the threshold has been computed by then (a
+    candidate not computed has a lower part, hence a cheap bound, above it); the pool
+    then holds every candidate not yet listed whose bound is at most the threshold, and
+    lists them in the stable order. The parts' thresholds increase, so everything listed
+    later has a bound above every earlier threshold, hence above (never tied with) every
+    entry listed before: the lists' concatenation is the stable sort of all the bounds.
+    The last part (no candidate left to compute, or the lower parts' size-th smallest
+    is NaN) lists the whole pool, NaN last, as argsort puts it. So a visit that stops
+    after a few hundred candidates computes the cheap bounds of those whose lower part
+    is below its stop (and of its last part), not of the whole list."""
+
+    __slots__ = ("order", "loose", "_row", "_candidates", "_lower", "_pool", "_values", "_size")
+
+    def __init__(self, candidates: np.ndarray, row: LazyRow):
+        self.order: list[int] = []
+        self.loose: list[float] = []
+        self._row = row
+        # not yet computed, in position order, and their lower parts
+        self._candidates = candidates
+        self._lower = row.cheap[candidates]
+        # computed, not yet listed, in position order, and their cheap bounds
+        self._pool = candidates[:0]
+        self._values = np.zeros(0)
+        self._size = STREAM_PART
+
+    def has(self, at: int) -> bool:
+        """Whether the stream has an ``at``-th candidate (computing and sorting the next
+        parts as far as that needs)."""
+        while at >= len(self.order):
+            if not len(self._candidates) and not len(self._pool):
+                return False
+            self._sort_part()
+        return True
+
+    def _sort_part(self) -> None:
+        candidates, lower, size = self._candidates, self._lower, self._size
+        self._size = size * STREAM_GROWTH
+        threshold = np.inf
+        inside = np.ones(len(candidates), dtype=bool)
+        if size < len(lower):
+            kth = np.partition(lower, size - 1)[size - 1]
+            if not np.isnan(kth):
+                threshold = kth
+                inside = lower <= kth
+        fresh = candidates[inside]
+        self._candidates, self._lower = candidates[~inside], lower[~inside]
+        pool = np.concatenate([self._pool, fresh])
+        values = np.concatenate([self._values, self._row.values(fresh)])
+        by_position = np.argsort(pool, kind="stable")
+        pool, values = pool[by_position], values[by_position]
+        if len(self._candidates):
+            listed = values <= threshold
+            part = np.flatnonzero(listed)
+            self._pool, self._values = pool[~listed], values[~listed]
+        else:  # nothing left to compute: the whole pool, NaN last
+            part = np.arange(len(pool))
+            self._pool, self._values = pool[:0], values[:0]
+        part = part[np.argsort(values[part], kind="stable")]
+        self.order.extend(pool[part].tolist())
+        self.loose.extend(values[part].tolist())
+
+
 class _Visit:
     """A query's visit of one candidate list: its k nearest so far and the pruning limit
     they set, the list's candidates in increasing cheap bound (the stream, taken up to
@@ -592,7 +677,12 @@ class _Visit:
         # the bound beyond which a candidate is proven farther than the k-th (inf until
         # there are k), computed again only when the k-th changes
         self.limit = _limit(scale, best[-1][0]) if len(best) == task.k else np.inf
-        self.stream = _Stream(task.candidates, query.bound[task.candidates])
+        bound = query.bound
+        self.stream = (
+            _LazyStream(task.candidates, bound)
+            if isinstance(bound, LazyRow)
+            else _Stream(task.candidates, bound[task.candidates])
+        )
         self.at = 0  # stream.order[:at] are taken
         self.waiting: list[tuple[float, int]] = []  # (tight bound, candidate), a heap
 
@@ -674,6 +764,9 @@ class _Search:
             self.bounded, self.needs = self.queries, np.ones(len(self.queries), dtype=bool)
         self.lower: LowerBounds | None = None
         self.means = np.zeros((0, 0))
+        # lazy cheap bounds (LAZY_BOUNDS), except where every candidate's is read: RWMD's
+        # lists (relaxed), the candidates' floors (they raise whole rows, and count them)
+        self.lazy = LAZY_BOUNDS and not relaxed and self.single is None
 
     def set_up(self, pool: ThreadPoolExecutor | None, processes: int = 1) -> float:
         """Build the bounds' tables of the job's queries (``pool``'s threads, or
@@ -707,7 +800,16 @@ class _Search:
             b1 = min(b0 + BOUND_ROWS, r1)
             block, wanted = self.queries[b0:b1], self.needs[b0:b1]
             c0 = time.thread_time()
-            got = self.lower.rows(np.searchsorted(self.bounded, block[wanted]), plain=self.relaxed)
+            at = np.searchsorted(self.bounded, block[wanted])
+            if self.lazy:
+                # the lower parts now, each query's cheap bounds as its visits reach them
+                parts = self.lower.cheap_rows(at)
+                got = [
+                    LazyRow(self.lower, a, *rows)
+                    for a, *rows in zip(at.tolist(), *parts, strict=True)
+                ]
+            else:
+                got = self.lower.rows(at, plain=self.relaxed)
             if self.relaxed:
                 got, plain = got
                 for q, row in zip(block.tolist(), plain, strict=True):
@@ -785,6 +887,11 @@ class _Search:
         self.results[q] = (query.used, certificates)
         stats = self.stats
         with stats.lock:
+            if isinstance(bound, LazyRow):
+                stats.bound_seconds += bound.seconds
+                stats.full_bounds += bound.computed
+            elif bound is not None:
+                stats.full_bounds += len(bound)
             stats.pairs += len(query.used)
             stats.candidates += sum(len(t.candidates) for t in tasks)
             stats.duals += query.duals
@@ -1026,6 +1133,7 @@ _SUMMED = (
     "reused",
     "floored",
     "floored_candidates",
+    "full_bounds",
     "pairs",
     "candidates",
     "tight",
