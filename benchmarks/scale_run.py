@@ -8,7 +8,10 @@ defaults: the paper's 14 methods; ``wmd.mode: auto`` gives knn at this size).
 
 1. The dry run in a fresh ``--workdir``: the plan's largest declared ``mem_mb`` per job
    kind, and its wall-time forecast on ``--cores`` and on 64 cores (work models only: no
-   cost forecast exists yet).
+   cost forecast exists yet); with ``--every`` above 1, the same of all 85,635 passages
+   too (in ``--workdir``/all), recorded as ``all_passages``. A dry run declares a search
+   job a nominal 2,000 MB (its documents do not exist yet); the job itself declares its
+   set-up batch's tables when it runs.
 2. With ``--run``: the workflow itself, ``snakemake --cores <cores>``, as a user runs it.
    Measured: its wall time, its CPU-hours (every process Snakemake started, from the
    operating system's account of the children it waited for), and per job kind the
@@ -172,35 +175,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_argument(parser, "scale_run")
 
 
-def run_whole(args) -> None:
-    """The dry run, and with ``--run`` the run (module docstring)."""
-    workdir = args.workdir.resolve()
+def dry_run(workdir: Path, data: Path, every: int, cores: int) -> tuple[dict, dict]:
+    """The passages (every ``every``-th) written to ``workdir`` once, and the dry run of
+    the workflow on them: (the figures to record, the forecasts by cores)."""
     corpus = workdir / "passages.tsv"
     if not corpus.exists():
-        passages.write_passages(corpus, data=args.data, every=args.every)
+        passages.write_passages(corpus, data=data, every=every)
     documents = sum(1 for _ in corpus.open()) - 1
     (workdir / "scale_run.yaml").write_text(CONFIG.format(path=corpus))
-    print(f"scale_run: {documents:,} passages (every {args.every}), workdir {workdir}")
-
-    plan, _, _ = snakemake(workdir, "-n", "--cores", str(args.cores))
+    print(f"scale_run: {documents:,} passages (every {every}), workdir {workdir}")
+    plan, _, _ = snakemake(workdir, "-n", "--cores", str(cores))
     forecast = forecasts(plan)
     declared = declared_by_kind(plan)
     largest = max(declared, key=declared.get)
     print(
-        f"  dry run: forecast {forecast[args.cores]:.1f} min on {args.cores} cores, "
+        f"  dry run: forecast {forecast[cores]:.1f} min on {cores} cores, "
         f"{forecast[64]:.1f} min on 64; largest declaration {declared[largest]:,.0f} MB "
         f"({largest})"
     )
-    figures: dict = {
+    figures = {
         "documents": documents,
         "corpus_bytes": corpus.stat().st_size,
-        "every": args.every,
-        "cores": args.cores,
-        "forecast_minutes": round(forecast[args.cores], 1),
+        "every": every,
+        "cores": cores,
+        "forecast_minutes": round(forecast[cores], 1),
         "forecast_minutes_64": round(forecast[64], 1),
         "largest_declared_mb": round(declared[largest]),
         "largest_declared_job": largest,
     }
+    return figures, forecast
+
+
+def run_whole(args) -> None:
+    """The dry run, and with ``--run`` the run (module docstring); with ``--every`` above
+    1, also the dry run of all the passages (in ``--workdir``/all), recorded beside."""
+    workdir = args.workdir.resolve()
+    figures, forecast = dry_run(workdir, args.data, args.every, args.cores)
+    if args.every != 1:
+        figures["all_passages"], _ = dry_run(workdir / "all", args.data, 1, args.cores)
     if args.run:
         log, wall, cpu = snakemake(workdir, "--cores", str(args.cores))
         rows = measured_by_kind(workdir, log)
