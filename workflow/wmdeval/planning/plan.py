@@ -22,8 +22,13 @@ speed-up of a job's threads where they share its work.
   it);
 * ``embedding_neighbours``, ``vector_neighbours`` (a query shard of a dense method's
   neighbour lists, knn mode): :func:`~wmdeval.planning.resources.listed_seconds`;
-* ``evaluate``: :data:`EVALUATE_JOB_SECONDS` plus, per entry of the n x n matrix,
-  :data:`EVALUATE_SECONDS_PER_ENTRY` and :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold;
+* ``evaluate``, ``evaluate_part``: :data:`EVALUATE_JOB_SECONDS` and
+  :data:`EVALUATE_SECONDS_PER_DOCUMENT` per document, plus each of its methods
+  (:func:`evaluate_method_seconds`): one read from an n x n source 1 /
+  :data:`EVALUATE_FITTED_METHODS` of :data:`EVALUATE_SECONDS_PER_ENTRY` and
+  :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold per entry of the n x n matrix, one read
+  from a neighbour table :data:`EVALUATE_SECONDS_PER_LISTED_DOCUMENT` per document
+  (``evaluate_allwords``: the whole job by the n x n terms alone);
 * every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
   analyses): :data:`OTHER_JOB_SECONDS`, not forecast individually.
 
@@ -100,22 +105,22 @@ EVALUATE_SECONDS_PER_FOLD_ENTRY = 1.2e-7
 #: An evaluate job's methods, each priced apart (:func:`evaluate_method_seconds`): the
 #: fit above is of jobs that evaluated the paper plan's 18 methods from n x n sources (full
 #: mode, paper_cost.json), so a method read from an n x n source (a baseline, whose
-#: rankings are computed from the documents, or a matrix) costs 1/18 of the n^2 terms.
-#: The passages measured it (benchmarks/results/evaluate_parts.json, 21,409 passages, one
-#: fold, knn mode): 3.3-4.2 CPU-s a baseline beyond the part's fixed cost, 6.4 s by the
-#: model.
+#: rankings are computed from the documents, or a matrix) costs 1/18 of the n^2 terms:
+#: 6.4 CPU-s for a baseline of 21,409 passages and one fold, where
+#: benchmarks/results/evaluate_parts.json measured 5.7 to 8.4 s (a loaded machine: the
+#: whole evaluation took 100.8 CPU-s there, the workflow's evaluate job 74.5 in a run).
 EVALUATE_FITTED_METHODS = 18
 #: A method read from its neighbour table (knn mode: WMD's search, the listed methods):
-#: CPU seconds per document of the variant (building the table's index and ranking the
-#: listed pairs); measured with the baselines above (WMD and WMD-TF-IDF: 0.3 s and 0.1 s
-#: beyond the fixed cost at 21,409 documents, 1.4e-5 s a document); twice that, an
-#: estimate for the other listed methods.
-EVALUATE_SECONDS_PER_LISTED_DOCUMENT = 3e-5
-#: Each evaluate job's fixed CPU per document besides :data:`EVALUATE_JOB_SECONDS`:
-#: reading the documents and the splits, the count matrix, writing the rows; every part
-#: of a split evaluation pays it (measured with the baselines above: 3.6 s at 21,409
-#: documents).
-EVALUATE_SECONDS_PER_DOCUMENT = 1.7e-4
+#: CPU seconds per document of the variant (building the table's index from its pairs and
+#: certificates, ranking the listed pairs): evaluate_parts.json's WMD and WMD-TF-IDF, 3.9 s
+#: each at 21,409 documents, 1.8e-4 s a document.
+EVALUATE_SECONDS_PER_LISTED_DOCUMENT = 1.8e-4
+#: Each evaluate job's fixed CPU per document besides :data:`EVALUATE_JOB_SECONDS` (the
+#: process): the documents' count matrix, the folds, the rows written; every part of a
+#: split evaluation pays it. evaluate_parts.json's part of no method: 0.71 s at 21,409
+#: documents, and 0.07 s to read the documents and splits (measured once, not recorded),
+#: 3.6e-5 s a document; 4e-5 to round up.
+EVALUATE_SECONDS_PER_DOCUMENT = 4e-5
 #: ``evaluate_parts: auto``: the planned seconds of one evaluate part at most (one thread),
 #: well below the paper plan's critical path, as :data:`AUTO_SHARD_SECONDS` is for the
 #: searches; a part holds at least one method, so one method above it is a part alone.
