@@ -495,6 +495,82 @@ def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
     assert "(100.0%) done in" in lines[-1]
 
 
+def _write_parts(tiny, tmp_path, runs):
+    """run_evaluate of each run of methods (slugs) as a part; (scores, predictions) paths."""
+    documents, splits, wmd = tiny
+    io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
+    io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
+    paths = {}
+    for slug, (ids, matrix) in wmd.items():
+        paths[slug] = tmp_path / f"{slug}.parquet"
+        io.write_distances(matrix, ids, paths[slug])
+    written = []
+    for k, run in enumerate(runs):
+        out = (tmp_path / f"part{k}.scores.parquet", tmp_path / f"part{k}.predictions.parquet")
+        given = {slug: path for slug, path in paths.items() if run is None or slug in run}
+        evaluate.run_evaluate(
+            tmp_path / "documents.parquet",
+            tmp_path / "splits.parquet",
+            given,
+            None,
+            "tiny",
+            "original",
+            out[0],
+            predictions_path=out[1],
+            methods=run,
+        )
+        written.append(out)
+    return written
+
+
+def _table_order_slugs():
+    return [m.slug for m in METHODS]  # Table 2 order: the tiny variant's 12 + WMD's two
+
+
+@pytest.mark.parametrize("cuts", [(1,), (3, 8), (2, 4, 13), tuple(range(1, 14))])
+def test_parts_of_methods_gathered_are_one_evaluations_bytes(tiny, tmp_path, cuts):
+    """evaluate --methods over runs of consecutive methods, gathered: the same scores and
+    predictions files, byte for byte, as one evaluation of every method writes."""
+    slugs = _table_order_slugs()
+    bounds = [0, *cuts, len(slugs)]
+    runs = [slugs[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    (whole,) = _write_parts(tiny, tmp_path / "whole", [None])
+    parts = _write_parts(tiny, tmp_path / "parts", runs)
+    out = tmp_path / "scores.parquet", tmp_path / "predictions.parquet"
+    expected = {
+        "dataset": ["tiny"],
+        "variant": ["original"],
+        "method": [m.name for m in METHODS],
+        "classifier": ["knn", "wknn"],
+    }
+    evaluate.run_gather([p[0] for p in parts], [p[1] for p in parts], *out, expected)
+    assert out[0].read_bytes() == whole[0].read_bytes()
+    assert out[1].read_bytes() == whole[1].read_bytes()
+
+
+def test_gather_refuses_a_missing_or_repeated_method_and_writes_nothing(tiny, tmp_path):
+    slugs = _table_order_slugs()
+    parts = _write_parts(tiny, tmp_path, [slugs[:5], slugs[5:9], slugs[8:]])
+    out = tmp_path / "scores.parquet", tmp_path / "predictions.parquet"
+    expected = {
+        "dataset": ["tiny"],
+        "variant": ["original"],
+        "method": [m.name for m in METHODS],
+        "classifier": ["knn", "wknn"],
+    }
+    # the part of the first five methods lost: what is missing is named
+    with pytest.raises(io.WmdevalError, match=re.escape(METHODS[0].name)) as missing:
+        evaluate.run_gather([p[0] for p in parts[1:]], [p[1] for p in parts[1:]], *out, expected)
+    assert "\n" not in str(missing.value)
+    # the 9th method in two parts
+    with pytest.raises(io.WmdevalError, match="two parts"):
+        evaluate.run_gather([p[0] for p in parts], [p[1] for p in parts], *out, expected)
+    assert not out[0].exists() and not out[1].exists()
+    # a method without distances named in --methods: one line naming it
+    with pytest.raises(io.WmdevalError, match="no distances given for WRD"):
+        _write_parts(tiny, tmp_path / "wrd", [["wrd"]])
+
+
 def test_matrices_given_as_readers_are_read_once_and_held_one_at_a_time(tiny):
     # run_evaluate hands over file readers: a variant's matrices (2.8 GB each on 20
     # Newsgroups) must not all be in memory at once, and none may be read twice.

@@ -517,8 +517,9 @@ def test_the_embedding_dimension_planning_reads_from_a_files_first_line(tmp_path
 
 def test_a_knn_dry_run_of_the_scale_corpus_declares_evaluate_without_n_squared(tmp_path):
     """The dry run of 85,635 documents (a table of that many rows, as the passage corpus;
-    the schema's default methods) in knn mode: evaluate declares its blocks and planned
-    tables, under 4,000 MB, where the dense path declared 119,334 MB."""
+    the schema's default methods) in knn mode: evaluate, cut into parts by method
+    (evaluate_parts: auto), declares per part its blocks and its planned tables, under
+    4,000 MB, where the dense path declared 119,334 MB for one job."""
     from workflow_helpers import copy_workflow, snakemake
 
     workdir = copy_workflow(tmp_path / "run")
@@ -533,9 +534,19 @@ def test_a_knn_dry_run_of_the_scale_corpus_declares_evaluate_without_n_squared(t
     )
     plan = snakemake(workdir, "-n", "--cores", "64")
     assert plan.returncode == 0, plan.stderr[-3000:]
-    job = plan.stdout.split("rule evaluate:")[1].split("\n\n")[0]
-    mem_mb = int(re.search(r"mem_mb=(\d+)", job).group(1))
+    assert "rule evaluate:" not in plan.stdout
+    assert "wmdeval: evaluate_parts: passages=13 (auto: 85,635 documents" in plan.stderr
+    parts = [job.split("\n\n")[0] for job in plan.stdout.split("rule evaluate_part:")[1:]]
+    assert len(parts) == 13
+    declared = {
+        re.search(r"--methods '([^']*)'", job).group(1): int(re.search(r"mem_mb=(\d+)", job)[1])
+        for job in parts
+    }
     n = 85_635
+    # a baseline's part reads no neighbour table
+    baseline = declared.pop('["bow-l1-l1"]')
+    assert baseline == resources.evaluate_mem_mb(None, 1, n, 0, []) < 4000
+    mem_mb = declared['["wmd", "wmd-tfidf"]']
     tables = 2 * resources.PLANNED_PAIRS_PER_DOCUMENT * n  # WMD and WMD-TF-IDF, not written
     planned = ["results/passages/original/neighbours/wmd.parquet"] * 2
     assert mem_mb == resources.evaluate_mem_mb(None, 1, n, 0, planned) <= 4000

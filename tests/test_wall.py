@@ -470,3 +470,84 @@ def test_a_training_jobs_expected_time_by_hand(tmp_path):
     assert plan.job_seconds("train_embeddings", at, {"texts": [str(table)]}, None, {})[2] == (
         "other"
     )
+
+
+#: The paper's 14 methods in table order, as slugs, and which a knn-mode evaluation reads
+#: from neighbour tables (WMD and WMD-TF-IDF).
+PAPER_SLUGS = [
+    "bow-l1-l1",
+    "tfidf-l1-l1",
+    "wmd",
+    "wmd-tfidf",
+    *(f"{w}-{p}" for w in ("bow", "tfidf") for p in ("none-l2", "none-l1")),
+    *(f"{w}-{p}" for w in ("bow",) for p in ("l1-l2", "l2-l1", "l2-l2")),
+    *(f"tfidf-{p}" for p in ("l1-l2", "l2-l1", "l2-l2")),
+]
+PAPER_LISTED = [slug.startswith("wmd") for slug in PAPER_SLUGS]
+
+
+def test_auto_evaluate_parts_keeps_every_paper_dataset_whole_and_cuts_the_passages():
+    from pathlib import Path
+
+    import yaml
+
+    from wmdeval.planning import plan
+    from wmdeval.planning.modes import planned_documents, planned_folds
+
+    paper = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
+    for name, spec in paper["datasets"].items():
+        n, folds = planned_documents(spec)[0], planned_folds(spec)
+        # the paper plan's 18 methods, 6 listed in knn mode (all but bbcsport)
+        listed = [False] * 12 + [name != "bbcsport"] * 6
+        seconds = plan.evaluate_part_seconds(listed, n, folds)
+        assert seconds <= plan.AUTO_EVALUATE_SECONDS, name
+        parts, _ = plan.evaluate_parts("auto", list(map(str, range(18))), listed, n, folds)
+        assert len(parts) == 1, name
+    # 85,635 passages, one fold: each baseline alone (1/18 of 0.25 us x n^2 = 102 s, above
+    # the 90 s less a part's fixed cost), WMD and WMD-TF-IDF, read from their neighbour
+    # tables, together apart from the baselines: 13 parts, in table order
+    parts, why = plan.evaluate_parts("auto", PAPER_SLUGS, PAPER_LISTED, 85_635, 1)
+    assert len(parts) == 13 and sum(parts, []) == PAPER_SLUGS
+    assert ["wmd", "wmd-tfidf"] in parts and all(len(p) == 1 for p in parts if "wmd" not in p)
+    assert why.startswith("auto: 85,635 documents, 14 methods")
+    # the whole evaluation is planned 20 min, each part about 2 at most
+    whole = plan.evaluate_part_seconds(PAPER_LISTED, 85_635, 1)
+    largest = max(
+        plan.evaluate_part_seconds([PAPER_LISTED[PAPER_SLUGS.index(s)] for s in p], 85_635, 1)
+        for p in parts
+    )
+    assert largest < whole / 10 and largest <= 2.1 * 60
+    # a number: the runs of least cost at most, never more parts than methods
+    parts, why = plan.evaluate_parts(3, PAPER_SLUGS, PAPER_LISTED, 85_635, 1)
+    assert (len(parts), why) == (3, "set in config") and sum(parts, []) == PAPER_SLUGS
+    assert len(plan.evaluate_parts(99, PAPER_SLUGS, PAPER_LISTED, 85_635, 1)[0]) == 14
+    assert plan.evaluate_parts("auto", PAPER_SLUGS, PAPER_LISTED, None, 1) == (
+        [PAPER_SLUGS],
+        "auto: size unknown",
+    )
+
+
+def test_an_evaluate_job_is_priced_by_its_methods():
+    from wmdeval.planning import plan
+
+    # one baseline from an n x n source: 2 s, 0.17 ms a document, 1/18 of the n^2 terms
+    n, folds = 10_000, 5
+    baseline = (plan.EVALUATE_SECONDS_PER_ENTRY + 5 * plan.EVALUATE_SECONDS_PER_FOLD_ENTRY) / 18
+    assert plan.job_seconds("evaluate_part", {}, {}, n, {}, None, folds, [False]) == (
+        pytest.approx(
+            plan.EVALUATE_JOB_SECONDS + plan.EVALUATE_SECONDS_PER_DOCUMENT * n + baseline * n * n
+        ),
+        False,
+        "model",
+    )
+    # the paper plan's 18 methods from n x n sources: the fitted whole job, and its per
+    # document part
+    whole = plan.job_seconds("evaluate", {}, {}, n, {}, None, folds)[0]
+    priced = plan.job_seconds("evaluate", {}, {}, n, {}, None, folds, [False] * 18)[0]
+    assert priced == pytest.approx(whole + plan.EVALUATE_SECONDS_PER_DOCUMENT * n)
+    # a method read from its neighbour table costs per document, not per entry
+    listed = plan.job_seconds("evaluate_part", {}, {}, n, {}, None, folds, [True])[0]
+    assert listed == pytest.approx(
+        plan.EVALUATE_JOB_SECONDS
+        + (plan.EVALUATE_SECONDS_PER_DOCUMENT + plan.EVALUATE_SECONDS_PER_LISTED_DOCUMENT) * n
+    )

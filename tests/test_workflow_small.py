@@ -171,6 +171,44 @@ def test_knn_mode_gives_the_full_modes_scores_byte_for_byte(finished_run, knn_ru
     assert not list(knn_run.glob("results/*/*/distances/*.parquet"))
 
 
+def test_evaluation_in_parts_writes_the_same_bytes_and_follows_the_config(knn_run, tmp_path):
+    """evaluate_parts: 5, then 2, then auto (one part here) in a copy of the knn run: the
+    parts (each a run of methods with only its neighbour tables) and their gather write
+    every variant's scores and predictions byte for byte as the one evaluate job did, and
+    each change of the count reruns the evaluation as a fresh directory would run it."""
+    workdir = tmp_path / "run"
+    shutil.copytree(knn_run, workdir, symlinks=True)
+    outputs = sorted(
+        p.relative_to(knn_run)
+        for name in ("scores.parquet", "predictions.parquet")
+        for p in knn_run.glob(f"results/*/*/{name}")
+    )
+    assert len(outputs) == 8
+    targets = ("results/scores.parquet", "results/predictions.parquet")
+    for parts, rules in (
+        ("5", {"evaluate_part": "20", "gather_evaluate": "4"}),
+        ("2", {"evaluate_part": "8", "gather_evaluate": "4"}),
+        ("auto", {"evaluate": "4"}),
+    ):
+        (workdir / "parts.yaml").write_text(f"evaluate_parts: {parts}\n")
+        arguments = (*targets, *CONFIG, "knn.yaml", "parts.yaml")
+        plan = snakemake(workdir, *arguments, "-n")
+        counts = job_counts(plan, ("evaluate", "evaluate_part", "gather_evaluate"))
+        assert counts == rules, (parts, plan.stderr[-3000:])
+        run = snakemake(workdir, *arguments)
+        assert run.returncode == 0, run.stderr[-3000:]
+        for path in [*outputs, *targets]:
+            assert (workdir / path).read_bytes() == (knn_run / path).read_bytes(), (parts, path)
+    # five runs of consecutive methods, together every method in table order once
+    parts = workdir / "results" / "toy" / "original" / "evaluate_parts"
+    held = [
+        list(dict.fromkeys(pq.read_table(parts / f"{k}-of-5.scores.parquet")["method"].to_pylist()))
+        for k in range(1, 6)
+    ]
+    whole = pq.read_table(knn_run / "results" / "toy" / "original" / "scores.parquet")
+    assert all(held) and sum(held, []) == list(dict.fromkeys(whole["method"].to_pylist()))
+
+
 def test_knn_mode_solves_fewer_pairs_and_analyses_read_a_sample(knn_run):
     from wmdeval.core import schemas
 

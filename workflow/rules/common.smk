@@ -21,6 +21,7 @@ from wmdeval.core.methods import (
     WMD,
     configured_methods,
     method_by_slug,
+    name_order as method_name_order,
     pca_method_name,
 )
 from wmdeval.planning.environment import job_environment
@@ -36,6 +37,8 @@ from wmdeval.planning.plan import (
     job_seconds as planned_job_seconds,
     listed_shard_count,
     search_shard_count,
+    evaluate_parts,
+    UNKNOWN_FOLDS,
 )
 from wmdeval.planning.wall import (
     CORE_COUNTS as WALL_CORE_COUNTS,
@@ -427,6 +430,115 @@ def evaluate_neighbours(wildcards, input):
     listed = listed_slugs(wildcards.dataset)
     pairs = {slug: tables[2 * k : 2 * k + 2] for k, slug in enumerate(listed)}
     return f"--neighbours '{spec_json(pairs)}'"
+
+
+# The evaluation of each dataset's variants cut into parts by method (evaluate_parts; auto:
+# sized by its planned documents and methods, each part at most about 1.5 minutes, one
+# baseline alone above that), never by --cores: one part is the `evaluate` job; several
+# are `evaluate_part` jobs, each the rows of a run of consecutive methods in table order,
+# and `gather_evaluate`, which concatenates them into the same bytes. Said once.
+def evaluated_slugs(dataset):
+    """The methods an evaluation of ``dataset`` holds, as slugs in table order: the 12
+    baselines and every method given distances (as classification.knn evaluates them).
+    """
+    held = [m.slug for m in BASELINES] + WMD_SLUGS + DENSE_SLUGS
+    return sorted(held, key=lambda slug: method_name_order(method_by_slug(slug).name))
+
+
+EVALUATE_PARTS = {}
+for _d in DATASETS:
+    _slugs = evaluated_slugs(_d)
+    EVALUATE_PARTS[_d] = evaluate_parts(
+        config["evaluate_parts"],
+        _slugs,
+        [slug in listed_slugs(_d) for slug in _slugs],
+        PLANNED_DOCUMENTS[_d],
+        PLANNED_FOLDS[_d] or UNKNOWN_FOLDS,
+    )
+PARTED_DATASETS = [d for d in DATASETS if len(EVALUATE_PARTS[d][0]) > 1]
+WHOLE_DATASETS = [d for d in DATASETS if d not in PARTED_DATASETS]
+if config["evaluate_parts"] == "auto" and PARTED_DATASETS:
+    print(
+        "wmdeval: evaluate_parts: "
+        + ", ".join(
+            f"{d}={len(EVALUATE_PARTS[d][0])} ({EVALUATE_PARTS[d][1]})"
+            for d in DATASETS
+        ),
+        file=sys.stderr,
+    )
+
+
+def evaluate_part_names(dataset):
+    """The parts ("1-of-N") of ``dataset``'s evaluation."""
+    n = len(EVALUATE_PARTS[dataset][0])
+    return [f"{k}-of-{n}" for k in range(1, n + 1)]
+
+
+def evaluate_part_slugs(wildcards):
+    """The methods (slugs) of one evaluate part ("2-of-4")."""
+    parts = EVALUATE_PARTS[wildcards.dataset][0]
+    k, n = (int(x) for x in wildcards.part.split("-of-"))
+    if n != len(parts):
+        raise WmdevalError(
+            f"evaluate part {wildcards.part} of {wildcards.dataset}: the plan has"
+            f" {len(parts)} part(s)"
+        )
+    return parts[k - 1]
+
+
+def evaluate_part_inputs(wildcards):
+    """evaluate_inputs for the methods of one part only: a part without WMD reads no
+    neighbour table and no matrix."""
+    inputs = evaluate_inputs(wildcards)
+    slugs = set(evaluate_part_slugs(wildcards))
+    d, v = wildcards.dataset, wildcards.variant
+    if "neighbours" in inputs:
+        inputs["neighbours"] = [
+            p for s in listed_slugs(d) if s in slugs for p in method_tables(d, v, s)
+        ]
+    if "matrices" in inputs:
+        inputs["matrices"] = [wmd_matrix(d, v, s) for s in WMD_SLUGS if s in slugs]
+    inputs["dense"] = [wmd_matrix(d, v, s) for s in dense_slugs(d) if s in slugs]
+    return inputs
+
+
+def evaluate_part_wmd(wildcards, input):
+    """--wmd of an evaluate part: its methods' matrices (see evaluate_wmd)."""
+    slugs = evaluate_part_slugs(wildcards)
+    given = input.matrices if "matrices" in input.keys() else []
+    matrices = zip([s for s in WMD_SLUGS if s in slugs], given)
+    dense = zip([s for s in dense_slugs(wildcards.dataset) if s in slugs], input.dense)
+    return spec_json({**dict(matrices), **dict(dense)})
+
+
+def evaluate_part_neighbours(wildcards, input):
+    """--neighbours of an evaluate part in knn mode: its methods' tables."""
+    if "neighbours" not in input.keys():
+        return ""
+    slugs = evaluate_part_slugs(wildcards)
+    listed = [s for s in listed_slugs(wildcards.dataset) if s in slugs]
+    tables = list(input.neighbours)
+    pairs = {slug: tables[2 * k : 2 * k + 2] for k, slug in enumerate(listed)}
+    return f"--neighbours '{spec_json(pairs)}'" if pairs else ""
+
+
+def evaluate_part_files(wildcards, kind):
+    """The parts' ``kind`` files ("scores", "predictions") of one evaluation, in order."""
+    root = f"results/{wildcards.dataset}/{wildcards.variant}/evaluate_parts"
+    return [
+        f"{root}/{part}.{kind}.parquet"
+        for part in evaluate_part_names(wildcards.dataset)
+    ]
+
+
+def evaluate_expect(wildcards):
+    """--expect of gather_evaluate: one variant's rows of every method it evaluates."""
+    return expect(
+        dataset=[wildcards.dataset],
+        variant=[wildcards.variant],
+        method=[method_by_slug(s).name for s in evaluated_slugs(wildcards.dataset)],
+        classifier=CLASSIFIERS,
+    )
 
 
 # The stored work units of each method's neighbour search (knn mode), named like blocks:
@@ -1046,7 +1158,8 @@ def planned_jobs(dag):
             config["wmd"],
             PLANNED_WORDS.get(dataset),
             PLANNED_FOLDS.get(dataset),
-            trained_from_files(wildcards.get("trained")),
+            planned_evaluate_methods(job.rule.name, job.wildcards),
+            embedding=trained_from_files(wildcards.get("trained")),
         )
         sources[source] = sources.get(source, 0) + 1
         declared = job.rule.resources.get("_cores")
@@ -1060,6 +1173,18 @@ def planned_jobs(dag):
 
 
 _PLANNED = {}
+
+
+def planned_evaluate_methods(rule_name, wildcards):
+    """An evaluate job's methods for its expected time, one bool each (read from a
+    neighbour table?); None for other jobs."""
+    if rule_name == "evaluate":
+        slugs = evaluated_slugs(wildcards.dataset)
+    elif rule_name == "evaluate_part":
+        slugs = evaluate_part_slugs(wildcards)
+    else:
+        return None
+    return [slug in listed_slugs(wildcards.dataset) for slug in slugs]
 
 
 # Every job's priority: the expected seconds of the longest chain of jobs from its start

@@ -4,6 +4,8 @@
 # Code: workflow/wmdeval/classification/knn.py.
 
 
+# A dataset whose evaluation is one part (evaluate_parts; every paper dataset, the demo):
+# one job, every method.
 rule evaluate:
     input:
         # per transport method its matrix, or in knn mode its neighbour table; the
@@ -16,6 +18,8 @@ rule evaluate:
         logged("{dataset}/{variant}/evaluate"),
     benchmark:
         benchmarked("{dataset}/{variant}/evaluate")
+    wildcard_constraints:
+        dataset=names_regex(WHOLE_DATASETS),
     conda:
         "../../envs/wmdeval.yaml"
     threads: 1
@@ -33,6 +37,70 @@ rule evaluate:
         " --wmd {params.wmd:q} {params.neighbours} --settings {params.settings:q}"
         " --dataset {wildcards.dataset}"
         " --variant {wildcards.variant} --out {output.scores}"
+        " --out-predictions {output.predictions} 2> {log}"
+
+
+# A dataset whose evaluation is cut into parts (evaluate_parts): each part the rows of a
+# run of consecutive methods (table order) over every fold, reading only their inputs.
+rule evaluate_part:
+    input:
+        unpack(evaluate_part_inputs),
+    output:
+        scores="results/{dataset}/{variant}/evaluate_parts/{part}.scores.parquet",
+        predictions="results/{dataset}/{variant}/evaluate_parts/{part}.predictions.parquet",
+    log:
+        logged("{dataset}/{variant}/evaluate/{part}"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/evaluate/{part}")
+    wildcard_constraints:
+        dataset=names_regex(PARTED_DATASETS),
+        part=r"\d+-of-\d+",
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        # the part's own dense matrices or neighbour tables (evaluate_job_mem_mb)
+        mem_mb=evaluate_job_mem_mb,
+        runtime=60,
+    params:
+        settings=spec_json(config["evaluation"]),
+        wmd=evaluate_part_wmd,
+        neighbours=evaluate_part_neighbours,
+        methods=lambda wildcards: spec_json(evaluate_part_slugs(wildcards)),
+    shell:
+        "wmdeval evaluate --documents {input.documents} --splits {input.splits}"
+        " --wmd {params.wmd:q} {params.neighbours} --settings {params.settings:q}"
+        " --methods {params.methods:q} --dataset {wildcards.dataset}"
+        " --variant {wildcards.variant} --out {output.scores}"
+        " --out-predictions {output.predictions} 2> {log}"
+
+
+# The parts' rows, concatenated in method order: the bytes one evaluate job writes. A part
+# missing a method, or two parts with the same one, stop the job.
+rule gather_evaluate:
+    input:
+        scores=lambda wildcards: evaluate_part_files(wildcards, "scores"),
+        predictions=lambda wildcards: evaluate_part_files(wildcards, "predictions"),
+    output:
+        scores="results/{dataset}/{variant}/scores.parquet",
+        predictions="results/{dataset}/{variant}/predictions.parquet",
+    log:
+        logged("{dataset}/{variant}/gather_evaluate"),
+    benchmark:
+        benchmarked("{dataset}/{variant}/gather_evaluate")
+    wildcard_constraints:
+        dataset=names_regex(PARTED_DATASETS),
+    conda:
+        "../../envs/wmdeval.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        expect=evaluate_expect,
+    shell:
+        "wmdeval gather-evaluate --scores {input.scores} --predictions"
+        " {input.predictions} --expect {params.expect:q} --out {output.scores}"
         " --out-predictions {output.predictions} 2> {log}"
 
 

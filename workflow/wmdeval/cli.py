@@ -603,6 +603,30 @@ COMMANDS: tuple[Command, ...] = (
                 "also write the per-document predictions (PREDICTIONS)",
                 required=False,
             ),
+            Arg(
+                "--methods",
+                "methods",
+                "only these methods (JSON list of slugs): one part of the evaluation",
+                json_value,
+                required=False,
+            ),
+        ),
+    ),
+    Command(
+        "gather-evaluate",
+        "classification.knn:run_gather",
+        "one evaluation's scores and predictions from its parts (evaluate --methods)",
+        (
+            path("--scores", "scores_paths", "the parts' SCORES files, in method order", nargs="+"),
+            path(
+                "--predictions",
+                "predictions_paths",
+                "the parts' PREDICTIONS files, in the same order",
+                nargs="+",
+            ),
+            expect("the scores and the predictions (dataset, variant, method, classifier)"),
+            path("--out", "out_path"),
+            path("--out-predictions", "predictions_path"),
         ),
     ),
     # 6 report

@@ -23,13 +23,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from ..core import io, schemas
-from ..core.methods import WMD_METHODS, Method
+from ..core.methods import WMD_METHODS, Method, as_method
 from ..core.progress import Progress
 from ..core.roles import (
     complete_settings,
@@ -379,6 +379,7 @@ def evaluate_variant(
     n_jobs: int = 1,
     neighbour_tables: Mapping[str, tuple[pa.Table, pa.Table]] | None = None,
     report: str | None = None,
+    methods: Sequence[str] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """SCORES rows for every method x classifier x fold of one dataset variant, and the
     PREDICTIONS behind them (one row per test document of each).
@@ -392,7 +393,10 @@ def evaluate_variant(
     Table 2 order, then PCA WMD by dimension; folds in order; "knn" before "wknn".
     ``n_jobs``: threads of the baseline distances (the scores do not depend on it).
     ``report``: the subject of the progress lines in the log (folds evaluated, of every
-    method; None: no lines).
+    method; None: no lines). ``methods``: only these (names or slugs; None: every method
+    with distances), in the same order, so that the rows of parts evaluated apart and
+    concatenated in method order are those of one evaluation (``wmdeval evaluate
+    --methods``, :func:`run_gather`); a method named without distances is an error.
     """
     settings = complete_settings(settings)
     data = prepare_variant(documents, splits, wmd_matrices, neighbour_tables)
@@ -413,18 +417,19 @@ def evaluate_variant(
             _preview(data.doc_ids[no_words]),
         )
     for method in WMD_METHODS:
-        if method.slug not in data.wmd:
+        if methods is None and method.slug not in data.wmd:
             log.info("%s/%s: no %s distances given, skipped", dataset, variant, method.name)
 
+    evaluated = _chosen_methods(data.methods, methods, f"{dataset}/{variant}")
     dropping = settings["empty_documents"] == "drop"
     rows = []
     progress = Progress(
         log if report is not None else None,
         report or "",
-        len(data.methods) * len(data.folds),
+        len(evaluated) * len(data.folds),
         "folds",
     )
-    for method in data.methods:
+    for method in evaluated:
         empty = data.empty(method)
         extra = empty & ~no_words
         if extra.any():
@@ -465,6 +470,28 @@ def evaluate_variant(
     columns = {name: [row[name] for row in rows] for name in schemas.SCORES.names}
     scores = pa.table(columns).cast(schemas.SCORES)
     return scores, _predictions_table(rows, data)
+
+
+def _chosen_methods(
+    available: Sequence[Method], chosen: Sequence[str] | None, where: str
+) -> tuple[Method, ...]:
+    """The methods of ``available`` (table order) that ``chosen`` names (names or slugs;
+    None: all of them), in table order; a name without distances is an error."""
+    if chosen is None:
+        return tuple(available)
+    wanted = set()
+    for name in chosen:
+        try:
+            wanted.add(as_method(name).name)
+        except (KeyError, ValueError, io.WmdevalError):
+            raise io.WmdevalError(f"{where}: --methods: {name!r} is not a method") from None
+    found = tuple(m for m in available if m.name in wanted)
+    missing = wanted - {m.name for m in found}
+    if missing:
+        raise io.WmdevalError(
+            f"{where}: --methods: no distances given for {', '.join(sorted(missing))}"
+        )
+    return found
 
 
 def _predictions_table(rows: list[dict], data: Variant) -> pa.Table:
@@ -523,10 +550,13 @@ def run_evaluate(
     out_path: str | os.PathLike,
     neighbour_paths: Mapping[str, tuple[str, str]] | None = None,
     predictions_path: str | os.PathLike | None = None,
+    methods: Sequence[str] | None = None,
 ) -> pa.Table:
     """Read the inputs (DOCUMENTS, SPLITS, method slug -> DISTANCES file, WMD slug ->
-    [NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES] files), evaluate, write SCORES atomically
-    to ``out_path`` (and PREDICTIONS to ``predictions_path``); returns the scores."""
+    [NEIGHBOUR_PAIRS, NEIGHBOUR_CERTIFICATES] files), evaluate (only ``methods``, slugs,
+    if given: one part of the evaluation, see :func:`run_gather`), write SCORES
+    atomically to ``out_path`` (and PREDICTIONS to ``predictions_path``); returns the
+    scores."""
     from ..distances.wmd.search import read_neighbour_tables
 
     documents = io.read_documents(documents_path)
@@ -547,11 +577,44 @@ def run_evaluate(
         variant,
         neighbour_tables=tables,
         report=f"evaluate {dataset}/{variant}",
+        methods=methods,
     )
     if predictions_path is not None:
         io.write_table(predictions, predictions_path, schemas.PREDICTIONS)
     io.write_table(scores, out_path, schemas.SCORES)
     return scores
+
+
+def run_gather(
+    scores_paths: Sequence[str | os.PathLike],
+    predictions_paths: Sequence[str | os.PathLike],
+    out_path: str | os.PathLike,
+    predictions_path: str | os.PathLike,
+    expected=None,
+) -> None:
+    """One evaluation's SCORES and PREDICTIONS from its parts (``wmdeval evaluate
+    --methods``, each part a run of consecutive methods in table order), given in method
+    order: the rows concatenated in that order, the same bytes as one job evaluating every
+    method writes. With ``expected`` ({column: values}, :mod:`wmdeval.core.coverage`) the
+    scores and the predictions must each cover exactly those datasets, variants, methods
+    and classifiers; a (dataset, variant, method, classifier, fold) in two parts is an
+    error."""
+    if len(scores_paths) != len(predictions_paths):
+        raise io.WmdevalError(
+            f"gather-evaluate: {len(scores_paths)} scores file(s) but"
+            f" {len(predictions_paths)} predictions file(s)"
+        )
+    scores = io.read_tables(scores_paths, schemas.SCORES, expected)
+    predictions = io.read_tables(predictions_paths, schemas.PREDICTIONS, expected)
+    key = ("dataset", "variant", "method", "classifier", "fold")
+    if scores.select(list(key)).group_by(list(key)).aggregate([]).num_rows != scores.num_rows:
+        raise io.WmdevalError(
+            f"gather-evaluate: a method's fold appears in two parts of"
+            f" {', '.join(map(str, scores_paths))}"
+        )
+    # one chunk per column, as the single evaluation's table is, before writing
+    io.write_table(predictions.combine_chunks(), predictions_path, schemas.PREDICTIONS)
+    io.write_table(scores.combine_chunks(), out_path, schemas.SCORES)
 
 
 __all__ = [
@@ -572,4 +635,5 @@ __all__ = [
     "evaluate_dataset",
     "evaluate_variant",
     "run_evaluate",
+    "run_gather",
 ]

@@ -24,8 +24,13 @@ speed-up of a job's threads where they share its work.
   neighbour lists, knn mode): :func:`~wmdeval.planning.resources.listed_seconds`;
 * ``train_embeddings`` (``format: train-word2vec``): :func:`training_seconds`, from the
   size of the texts it trains on (a file's bytes; a Parquet table's uncompressed bytes);
-* ``evaluate``: :data:`EVALUATE_JOB_SECONDS` plus, per entry of the n x n matrix,
-  :data:`EVALUATE_SECONDS_PER_ENTRY` and :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold;
+* ``evaluate``, ``evaluate_part``: :data:`EVALUATE_JOB_SECONDS` and
+  :data:`EVALUATE_SECONDS_PER_DOCUMENT` per document, plus each of its methods
+  (:func:`evaluate_method_seconds`): one read from an n x n source 1 /
+  :data:`EVALUATE_FITTED_METHODS` of :data:`EVALUATE_SECONDS_PER_ENTRY` and
+  :data:`EVALUATE_SECONDS_PER_FOLD_ENTRY` per fold per entry of the n x n matrix, one read
+  from a neighbour table :data:`EVALUATE_SECONDS_PER_LISTED_DOCUMENT` per document
+  (``evaluate_allwords``: the whole job by the n x n terms alone);
 * every other job (downloads, ingest, cleaning, vectors, gathers, tables, figures,
   analyses): :data:`OTHER_JOB_SECONDS`, not forecast individually.
 
@@ -100,6 +105,32 @@ DENSE_SECONDS_PER_ENTRY = 1.1e-7
 EVALUATE_JOB_SECONDS = 2.0
 EVALUATE_SECONDS_PER_ENTRY = 1.3e-7
 EVALUATE_SECONDS_PER_FOLD_ENTRY = 1.2e-7
+#: An evaluate job's methods, each priced apart (:func:`evaluate_method_seconds`): the
+#: fit above is of jobs that evaluated the paper plan's 18 methods from n x n sources (full
+#: mode, paper_cost.json), so a method read from an n x n source (a baseline, whose
+#: rankings are computed from the documents, or a matrix) costs 1/18 of the n^2 terms:
+#: 6.4 CPU-s for a baseline of 21,409 passages and one fold, where
+#: benchmarks/results/evaluate_parts.json measured 5.7 to 8.4 s (a loaded machine: the
+#: whole evaluation took 100.8 CPU-s there, the workflow's evaluate job 74.5 in a run).
+EVALUATE_FITTED_METHODS = 18
+#: A method read from its neighbour table (knn mode: WMD's search, the listed methods):
+#: CPU seconds per document of the variant (building the table's index from its pairs and
+#: certificates, ranking the listed pairs): evaluate_parts.json's WMD and WMD-TF-IDF, 3.9 s
+#: each at 21,409 documents, 1.8e-4 s a document.
+EVALUATE_SECONDS_PER_LISTED_DOCUMENT = 1.8e-4
+#: Each evaluate job's fixed CPU per document besides :data:`EVALUATE_JOB_SECONDS` (the
+#: process): the documents' count matrix, the folds, the rows written; every part of a
+#: split evaluation pays it. evaluate_parts.json's part of no method: 0.71 s at 21,409
+#: documents, and 0.07 s to read the documents and splits (measured once, not recorded),
+#: 3.6e-5 s a document; 4e-5 to round up.
+EVALUATE_SECONDS_PER_DOCUMENT = 4e-5
+#: ``evaluate_parts: auto``: the planned seconds of one evaluate part at most (one thread),
+#: well below the paper plan's critical path, as :data:`AUTO_SHARD_SECONDS` is for the
+#: searches; a part holds at least one method, so one method above it is a part alone.
+AUTO_EVALUATE_SECONDS = 90.0
+#: ``evaluate_parts: auto`` where one method alone is above :data:`AUTO_EVALUATE_SECONDS`:
+#: a part may hold methods up to this times the costliest one.
+EVALUATE_PART_SLACK = 1.1
 #: The ``train_embeddings`` job (gensim's Word2Vec on one worker, so that it is seeded and
 #: deterministic: its threads cannot share the work): TRAIN_JOB_SECONDS +
 #: TRAIN_SECONDS_PER_BYTE_EPOCH x the bytes of text it trains on x epochs, scaled by
@@ -127,7 +158,7 @@ LISTED_RULES = ("embedding_neighbours", "vector_neighbours")
 #: Rules whose jobs train an embedding on the datasets' texts.
 TRAIN_RULES = ("train_embeddings",)
 #: Rules whose jobs evaluate the classifiers.
-EVALUATE_RULES = ("evaluate", "evaluate_allwords")
+EVALUATE_RULES = ("evaluate", "evaluate_part", "evaluate_allwords")
 #: Rules that only name the outputs (no command).
 TARGET_RULES = ("all",)
 
@@ -183,6 +214,112 @@ def listed_shard_count(
     work = max(listed_seconds(None, m, 1, planned) for m in methods) - LISTED_JOB_SECONDS
     shards = max(1, math.ceil(work / (AUTO_SHARD_SECONDS - LISTED_JOB_SECONDS)))
     return shards, (f"auto: {planned:,} documents, at most {AUTO_SHARD_SECONDS / 60:.0f} min a job")
+
+
+def evaluate_method_seconds(listed: bool, documents: int, folds: int) -> float:
+    """CPU seconds of one method in an evaluate job of ``documents`` documents and
+    ``folds`` folds: read from a neighbour table (``listed``) or from an n x n source."""
+    if listed:
+        return EVALUATE_SECONDS_PER_LISTED_DOCUMENT * documents
+    per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * folds
+    return per_entry * documents * documents / EVALUATE_FITTED_METHODS
+
+
+def evaluate_part_seconds(listed: Sequence[bool], documents: int, folds: int) -> float:
+    """CPU seconds of an evaluate job (or one part) of the methods ``listed`` describes
+    (one bool each: read from a neighbour table?): its fixed cost and each method's."""
+    return (
+        EVALUATE_JOB_SECONDS
+        + EVALUATE_SECONDS_PER_DOCUMENT * documents
+        + sum(evaluate_method_seconds(m, documents, folds) for m in listed)
+    )
+
+
+def _linear_partition(costs: Sequence[float], parts: int) -> list[int]:
+    """Where to cut ``costs`` (in order) into ``parts`` runs of consecutive items so that
+    the largest run's sum is least (the first such cut, deterministic): the runs' sizes."""
+    n = len(costs)
+    prefix = [0.0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    # best[p][i]: least largest sum of the first i items in p runs; cut[p][i]: its last start
+    best = [[math.inf] * (n + 1) for _ in range(parts + 1)]
+    cut = [[0] * (n + 1) for _ in range(parts + 1)]
+    best[0][0] = 0.0
+    for p in range(1, parts + 1):
+        for i in range(p, n + 1):
+            for j in range(p - 1, i):
+                value = max(best[p - 1][j], prefix[i] - prefix[j])
+                if value < best[p][i] - 1e-9:
+                    best[p][i], cut[p][i] = value, j
+    sizes, i = [], n
+    for p in range(parts, 0, -1):
+        sizes.append(i - cut[p][i])
+        i = cut[p][i]
+    return sizes[::-1]
+
+
+def evaluate_parts(
+    value, methods: Sequence[str], listed: Sequence[bool], planned: int | None, folds: int
+) -> tuple[list[list[str]], str]:
+    """(parts, why) for ``evaluate_parts``: ``methods`` (slugs in table order, ``listed``:
+    read from a neighbour table?) cut into runs of consecutive methods, one evaluate job
+    each. The number itself (at most one part per method), the runs cut so that the
+    costliest (:func:`evaluate_method_seconds`) is least; or for ``auto`` one part where
+    the whole evaluation is planned at most :data:`AUTO_EVALUATE_SECONDS`
+    (:func:`evaluate_part_seconds`), else the methods read from neighbour tables apart
+    from the others (they wait for the searches, the baselines need nothing but the
+    documents), each run of one kind in the fewest parts that plan each at most that, or
+    where one method alone is above it at most :data:`EVALUATE_PART_SLACK` times the
+    costliest; 1 if the size is unknown. Only the config and the planned documents decide
+    it, never ``--cores``."""
+    methods = list(methods)
+    if not methods:
+        return [], "no method"
+    if value != "auto":
+        count = min(int(value), len(methods))
+        costs = [evaluate_method_seconds(m, planned or 1, folds) for m in listed]
+        return _runs(methods, _linear_partition(costs, count)), "set in config"
+    if not planned:
+        return [methods], "auto: size unknown"
+    why = (
+        f"auto: {planned:,} documents, {len(methods)} methods, at most"
+        f" {AUTO_EVALUATE_SECONDS / 60:.1f} min a part (or one method alone)"
+    )
+    if evaluate_part_seconds(listed, planned, folds) <= AUTO_EVALUATE_SECONDS:
+        return [methods], why
+    costs = [evaluate_method_seconds(m, planned, folds) for m in listed]
+    budget = max(
+        AUTO_EVALUATE_SECONDS - evaluate_part_seconds([], planned, folds),
+        EVALUATE_PART_SLACK * max(costs),
+    )
+    parts: list[list[str]] = []
+    start = 0
+    while start < len(methods):
+        end = start + 1
+        while end < len(methods) and listed[end] == listed[start]:
+            end += 1
+        run = costs[start:end]
+        count = next(k for k in range(1, len(run) + 1) if _largest_run(run, k) <= budget)
+        parts += _runs(methods[start:end], _linear_partition(run, count))
+        start = end
+    return parts, why
+
+
+def _runs(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
+    runs, start = [], 0
+    for size in sizes:
+        runs.append(list(items[start : start + size]))
+        start += size
+    return runs
+
+
+def _largest_run(costs: Sequence[float], parts: int) -> float:
+    sizes, start, largest = _linear_partition(costs, parts), 0, 0.0
+    for size in sizes:
+        largest = max(largest, sum(costs[start : start + size]))
+        start += size
+    return largest
 
 
 def shard_fixed_seconds(documents: int | None) -> float:
@@ -275,6 +412,7 @@ def job_seconds(
     settings: Mapping,
     words: float | None = None,
     folds: int | None = None,
+    methods: Sequence[bool] | None = None,
     embedding: Mapping | None = None,
 ) -> tuple[float, bool, str]:
     """(expected CPU seconds at one thread, do its threads share the work?, where the
@@ -282,7 +420,9 @@ def job_seconds(
     ``inputs``: its named input files; ``planned``: the documents planned for its
     dataset (None if unknown); ``settings``: the ``wmd:`` config; ``words``: the
     dataset's planned distinct words per document, ``folds`` its planned folds (None if
-    unknown); ``embedding``: the config of the embedding a training job trains."""
+    unknown); ``methods``: an evaluate job's methods, one bool each (read from a
+    neighbour table?), priced apart (:func:`evaluate_part_seconds`; None: the job as a
+    whole); ``embedding``: the config of the embedding a training job trains."""
     if rule in TARGET_RULES:
         return 0.0, False, "other"
     if rule in TRAIN_RULES and embedding is not None:
@@ -319,6 +459,8 @@ def job_seconds(
         if rule in EMBEDDING_RULES:
             return DENSE_JOB_SECONDS + DENSE_SECONDS_PER_ENTRY * n * n, False, "model"
         fold_count = _folds(inputs.get("splits"), folds)
+        if methods is not None:
+            return evaluate_part_seconds(methods, n, fold_count), False, "model"
         per_entry = EVALUATE_SECONDS_PER_ENTRY + EVALUATE_SECONDS_PER_FOLD_ENTRY * fold_count
         return EVALUATE_JOB_SECONDS + per_entry * n * n, False, "model"
     return OTHER_JOB_SECONDS, False, "other"
@@ -418,6 +560,14 @@ __all__ = [
     "EVALUATE_JOB_SECONDS",
     "EVALUATE_SECONDS_PER_ENTRY",
     "EVALUATE_SECONDS_PER_FOLD_ENTRY",
+    "EVALUATE_FITTED_METHODS",
+    "EVALUATE_SECONDS_PER_LISTED_DOCUMENT",
+    "EVALUATE_SECONDS_PER_DOCUMENT",
+    "AUTO_EVALUATE_SECONDS",
+    "EVALUATE_PART_SLACK",
+    "evaluate_method_seconds",
+    "evaluate_part_seconds",
+    "evaluate_parts",
     "shard_fixed_seconds",
     "AUTO_SHARD_SECONDS",
     "search_shard_count",
