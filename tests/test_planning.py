@@ -361,11 +361,9 @@ def test_a_compressed_mat_files_data_is_estimated_inflated(tmp_path):
     assert resources.kusner_ingest_mem_mb(tmp_path / "absent.mat") == 2000
 
 
-@pytest.mark.parametrize("n_shards", [1, 3, 7])
-def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, n_shards):
-    from wmdeval.distances.wmd import search
-
-    rng = np.random.default_rng(n_shards)
+def _random_bags_file(tmp_path, seed: int):
+    """40 seeded bags of 1-24 of 200 words, as a DOCUMENTS file: (the bags, its path)."""
+    rng = np.random.default_rng(seed)
     bags = [sorted(set(rng.choice(200, rng.integers(1, 25)).tolist())) for _ in range(40)]
     table = pa.table(
         {
@@ -379,6 +377,14 @@ def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, 
     )
     path = tmp_path / "documents.parquet"
     io.write_table(table, path, schemas.DOCUMENTS)
+    return bags, path
+
+
+@pytest.mark.parametrize("n_shards", [1, 3, 7])
+def test_a_shards_vocabulary_is_the_largest_of_the_searchs_query_runs(tmp_path, n_shards):
+    from wmdeval.distances.wmd import search
+
+    bags, path = _random_bags_file(tmp_path, n_shards)
     sizes = np.array([len(bag) for bag in bags], dtype=np.float64)
     runs = search.query_shards(sizes, np.arange(40), n_shards)  # every document a query
     plain = max(len({w for k in run for w in bags[k]}) for run in runs)
@@ -395,20 +401,7 @@ def test_a_search_jobs_tables_are_those_of_its_largest_set_up_batch(tmp_path, mo
     # shard: a whole shard's within SETUP_TABLE_BYTES, else the batches search cuts
     from wmdeval.distances.wmd import pairs, search
 
-    rng = np.random.default_rng(5)
-    bags = [sorted(set(rng.choice(200, rng.integers(1, 25)).tolist())) for _ in range(40)]
-    table = pa.table(
-        {
-            "doc_id": np.arange(40, dtype=np.int32),
-            "label": ["x"] * 40,
-            "y": np.zeros(40, dtype=np.int32),
-            "words": [[f"w{w}" for w in bag] for bag in bags],
-            "counts": [[1.0] * len(bag) for bag in bags],
-        },
-        schema=schemas.DOCUMENTS,
-    )
-    path = tmp_path / "documents.parquet"
-    io.write_table(table, path, schemas.DOCUMENTS)
+    bags, path = _random_bags_file(tmp_path, 5)
     mtime = path.stat().st_mtime_ns
     vocabulary = len({w for bag in bags for w in bag})
     sizes = np.array([len(bag) for bag in bags], dtype=np.float64)
