@@ -462,10 +462,9 @@ def test_evaluate_dataset_missing_document_in_matrix(tiny):
         )
 
 
-def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
-    # every progress line due (interval 0): one per method's fold, none changing a score
-    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
-    caplog.set_level(logging.INFO, logger="wmdeval.classification.knn")
+def _write_inputs(tiny, tmp_path):
+    """The tiny dataset's documents.parquet, splits.parquet and one DISTANCES file per
+    method in ``tmp_path``: {slug: its matrix's path}."""
     documents, splits, wmd = tiny
     io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
     io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
@@ -473,6 +472,15 @@ def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
     for slug, (ids, matrix) in wmd.items():
         paths[slug] = tmp_path / f"{slug}.parquet"
         io.write_distances(matrix, ids, paths[slug])
+    return paths
+
+
+def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
+    # every progress line due (interval 0): one per method's fold, none changing a score
+    monkeypatch.setenv("WMDEVAL_PROGRESS_SECONDS", "0")
+    caplog.set_level(logging.INFO, logger="wmdeval.classification.knn")
+    documents, splits, wmd = tiny
+    paths = _write_inputs(tiny, tmp_path)
     out = tmp_path / "results" / "scores.parquet"
     returned = evaluate.run_evaluate(
         tmp_path / "documents.parquet",
@@ -498,12 +506,7 @@ def test_run_evaluate_writes_scores(tiny, tmp_path, monkeypatch, caplog):
 def _write_parts(tiny, tmp_path, runs):
     """run_evaluate of each run of methods (slugs) as a part; (scores, predictions) paths."""
     documents, splits, wmd = tiny
-    io.write_table(documents, tmp_path / "documents.parquet", schemas.DOCUMENTS)
-    io.write_table(splits, tmp_path / "splits.parquet", schemas.SPLITS)
-    paths = {}
-    for slug, (ids, matrix) in wmd.items():
-        paths[slug] = tmp_path / f"{slug}.parquet"
-        io.write_distances(matrix, ids, paths[slug])
+    paths = _write_inputs(tiny, tmp_path)
     written = []
     for k, run in enumerate(runs):
         out = (tmp_path / f"part{k}.scores.parquet", tmp_path / f"part{k}.predictions.parquet")

@@ -149,14 +149,18 @@ def relaxed_wmd_matrix(
     return matrix
 
 
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+
+
 def embedding_matrix(
     inputs: WmdInputs, method: str, threads: int = 1, report: str | None = None
 ) -> np.ndarray:
     """The ``method`` matrix (one of METHODS) of ``inputs``, float64 [n, n]; ``threads``
     is used by "rwmd" only. An unknown method is a WmdevalError. ``report``: the subject
     of the progress lines in the log (documents whose rows are done; None: no lines)."""
-    if method not in METHODS:
-        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    _check_method(method)
     # the documents with a row to compute: an empty one's (or a direction-less one's for
     # the cosine) stays NaN, and these are the rows the functions count
     progress = Progress(
@@ -181,8 +185,7 @@ def embedding_rows(inputs: WmdInputs, method: str) -> tuple[Callable, np.ndarray
     the rows of :func:`embedding_matrix` bit for bit (each entry is computed from its
     two documents alone: cdist's per-pair sums, RWMD's rows of their own query), without
     the matrix; ``undefined``: bool per document, the matrix's NaN rows."""
-    if method not in METHODS:
-        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    _check_method(method)
     n = inputs.n
     if method == "rwmd":
         filled = ~inputs.empty
@@ -240,6 +243,17 @@ __all__ = [
 # Run function (file I/O at the edge)
 
 
+def _read_inputs(documents_path, embeddings_path) -> tuple:
+    """(DOCUMENTS sorted by doc_id, their WmdInputs under "bow"): what the matrix and the
+    neighbour-list jobs read; a doc_id listed twice is a WmdevalError."""
+    documents = io.read_documents(documents_path).sort_by("doc_id")
+    if np.any(np.diff(documents.column("doc_id").to_numpy()) == 0):
+        raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
+    inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
+    _log_empty(documents, inputs)
+    return documents, inputs
+
+
 def run_embedding_matrix(
     documents_path, embeddings_path, method: str, out_path, threads: int = 1
 ) -> None:
@@ -251,16 +265,10 @@ def run_embedding_matrix(
     input is a WmdevalError.
     """
     # Checked before reading anything: a typo should not cost a read of the embeddings.
-    if method not in METHODS:
-        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
+    _check_method(method)
     if threads < 1:
         raise io.WmdevalError("threads must be >= 1")
-    documents = io.read_documents(documents_path).sort_by("doc_id")
-    doc_ids = documents.column("doc_id").to_numpy()
-    if np.any(np.diff(doc_ids) == 0):
-        raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
-    inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
-    _log_empty(documents, inputs)
+    documents, inputs = _read_inputs(documents_path, embeddings_path)
     matrix = embedding_matrix(inputs, method, threads, report=f"embedding-matrix {method}")
     LOG.info(
         "%s: %d x %d matrix, %d document(s) with NaN rows",
@@ -269,7 +277,7 @@ def run_embedding_matrix(
         inputs.n,
         int(np.isnan(np.diagonal(matrix)).sum()),
     )
-    io.write_distances(matrix, doc_ids, out_path, metadata={"method": method})
+    io.write_distances(matrix, inputs.doc_ids, out_path, metadata={"method": method})
 
 
 def run_embedding_neighbours(
@@ -290,13 +298,8 @@ def run_embedding_neighbours(
     (:func:`~.neighbour_lists.neighbour_lists`). Bad input is a WmdevalError."""
     from .neighbour_lists import write_shard_lists
 
-    if method not in METHODS:
-        raise io.WmdevalError(f"unknown method {method!r} (expected one of {', '.join(METHODS)})")
-    documents = io.read_documents(documents_path).sort_by("doc_id")
-    if np.any(np.diff(documents.column("doc_id").to_numpy()) == 0):
-        raise io.WmdevalError(f"{documents_path}: a doc_id is listed twice")
-    inputs = prepare(documents, io.read_embeddings(embeddings_path), "bow")
-    _log_empty(documents, inputs)
+    _check_method(method)
+    documents, inputs = _read_inputs(documents_path, embeddings_path)
     folds = io.fold_indices(io.read_splits(splits_path), inputs.doc_ids)
     rows_of, undefined = embedding_rows(inputs, method)
     write_shard_lists(
