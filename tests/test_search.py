@@ -820,16 +820,20 @@ def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
         assert len(head.asked) < size // 2
 
 
-def test_lazy_cheap_bounds_are_the_rows_bit_for_bit():
+@pytest.mark.parametrize("block", [False, True])
+def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
     # LowerBounds.cheap_rows (every candidate) and full_values (chosen ones) give the
     # bits of rows(): WCD and OMR included, any candidates in any order, and the lower
-    # part is a lower bound of every entry; empty documents NaN in both
+    # part is a lower bound of every entry; empty documents NaN in both. With the
+    # distance block kept (`block`), the full values are taken from it, and rows() from
+    # the table built from it when first read: the bits of the table built by the set-up
     for weighting, (docs, emb) in (("bow", clustered(150, seed=7)), ("tfidf", awkward_labelled())):
         inputs = solver.prepare(docs, emb, weighting)
         n = inputs.n
         queries = np.arange(0, n, 3)
-        lower = bounds.LowerBounds(inputs, queries)
-        every = bounds.LowerBounds(inputs, queries).rows(np.arange(len(queries)))
+        lower = bounds.LowerBounds(inputs, queries, block=block)
+        table = bounds.LowerBounds(inputs, queries, block=False)
+        every = table.rows(np.arange(len(queries)))
         at = np.arange(len(queries))
         backward, centroid, cheap = lower.cheap_rows(at)
         rng = np.random.default_rng(0)
@@ -846,6 +850,28 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit():
             assert (cheap[a][defined] <= every[a][defined]).all()
         # the lower part is a weaker bound (else nothing would be left to skip)
         assert (cheap < every).sum() > 0.1 * np.isfinite(every).sum()
+        assert lower.block == block and (lower._to_documents is None) == block
+        assert lower.to_documents.tobytes() == table.to_documents.tobytes()
+        assert lower.rows(at).tobytes() == every.tobytes()
+        assert lower.to_queries.tobytes() == table.to_queries.tobytes()
+        assert np.array_equal(lower.second, table.second, equal_nan=True)
+
+
+def test_the_distance_block_is_kept_where_it_is_no_larger_than_the_table():
+    # forward_block: the block [document words x query words] replaces the table [query
+    # words x documents] where the vocabulary is no larger than the documents; built in
+    # forked processes, its tables are the same bits
+    docs, emb = clustered(600, seed=4, per_topic=20)
+    inputs = solver.prepare(docs, emb, "bow")
+    assert len(inputs.vectors) <= inputs.n and bounds.forward_block(inputs)
+    queries = np.arange(0, inputs.n, 7)
+    lower = bounds.LowerBounds(inputs, queries, processes=2)
+    assert lower.block and lower._block.nbytes <= 4 * len(lower.vocabulary) * inputs.n
+    table = bounds.LowerBounds(inputs, queries, block=False)
+    assert lower.to_documents.tobytes() == table.to_documents.tobytes()
+    assert lower.to_queries.tobytes() == table.to_queries.tobytes()
+    few, _ = clustered(40, seed=4, per_topic=20)
+    assert not bounds.forward_block(solver.prepare(few, emb, "bow"))
 
 
 @pytest.mark.parametrize("corpus", ["awkward", "clustered"])
@@ -862,18 +888,26 @@ def test_lazy_cheap_bounds_change_no_byte_of_the_search(monkeypatch, corpus):
     for weighting in ("bow", "tfidf"):
         inputs = solver.prepare(docs, emb, weighting)
         runs = {}
-        for lazy in (False, True):
+        # and the lazy search from the distance block (forward_block), or from the table
+        for lazy, threads, block in (
+            (False, 1, False),
+            (True, 1, False),
+            (True, 2, False),
+            (True, 1, True),
+            (True, 2, True),
+        ):
             monkeypatch.setattr(search, "LAZY_BOUNDS", lazy)
-            for threads in (1, 2):
-                stats = search.SearchStats()
-                tables = knn_tables(inputs, splits, settings, threads=threads, stats=stats)
-                runs[lazy, threads] = (tables, stats)
-        eager = runs[False, 1][0]
-        for (lazy, threads), (tables, stats) in runs.items():
-            assert tables[0].equals(eager[0]) and tables[1].equals(eager[1]), (lazy, threads)
-            assert stats.solves >= runs[False, 1][1].solves
-        lazy, eager_stats = runs[True, 1][1], runs[False, 1][1]
-        assert lazy.full_bounds == runs[True, 2][1].full_bounds
+            monkeypatch.setattr(bounds, "forward_block", lambda inputs, block=block: block)
+            stats = search.SearchStats()
+            tables = knn_tables(inputs, splits, settings, threads=threads, stats=stats)
+            runs[lazy, threads, block] = (tables, stats)
+        eager = runs[False, 1, False][0]
+        for key, (tables, stats) in runs.items():
+            assert tables[0].equals(eager[0]) and tables[1].equals(eager[1]), key
+            assert stats.solves >= runs[False, 1, False][1].solves
+        lazy, eager_stats = runs[True, 1, False][1], runs[False, 1, False][1]
+        assert lazy.full_bounds == runs[True, 2, False][1].full_bounds
+        assert lazy.full_bounds == runs[True, 1, True][1].full_bounds
         # a list here is about as long as a stream's first part: few are skipped
         assert 0 < lazy.full_bounds < eager_stats.full_bounds
 

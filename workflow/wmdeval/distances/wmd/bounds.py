@@ -268,6 +268,7 @@ def _nearest_words(
     overlap: bool = True,
     pool: Executor | None = None,
     processes: int = 1,
+    block: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearest-word tables of :class:`LowerBounds`, from one distance block.
 
@@ -321,9 +322,24 @@ def _nearest_words(
     Threads share a chunk's work with the interpreter's lock held between the kernels
     (20 Newsgroups, 241 queries: 1.6x on 2 threads); processes share no lock. The same
     bits again, as no chunk's bits depend on where it ran.
+
+    ``block``: the first table is instead the distance block itself, transposed, float32
+    [len(words), len(rows)] (each of ``words`` to each distinct row of ``flat``), and
+    no group's minimum is taken: :func:`_group_minimum` reads every entry of ``flat``
+    once per word, the one part of the build that grows with the documents' words
+    times the queries'. A group's minimum is then taken from the block only where it is
+    asked for (:func:`_forward_columns`), the same bits, as a minimum is exact.
     """
     build = _NearestWords(
-        inputs, words, flat, starts, back_indptr, back_indices, overlap, shared=processes > 1
+        inputs,
+        words,
+        flat,
+        starts,
+        back_indptr,
+        back_indices,
+        overlap,
+        shared=processes > 1,
+        block=block,
     )
     if not len(build.starts) or not len(build.words):
         return build.out, build.toward, build.rows, build.other
@@ -369,13 +385,16 @@ def _shared_array(shape: tuple[int, ...], dtype, fill: float | None = None) -> n
 class _NearestWords:
     """One build of :func:`_nearest_words`' tables: its inputs, the tables it writes, and
     :meth:`chunk`, which computes one chunk of ``words`` into them. A chunk writes its own
-    rows of the first table and its own entries of the fourth, and lowers entries of the
+    rows of the first table (the table, or the block's transpose) and its own entries of
+    the fourth, and lowers entries of the
     second (a minimum, so exact in any order): the chunks may run in any order, on any
     threads or forked processes (``shared``: the tables in shared memory), with the same
     bits."""
 
-    def __init__(self, inputs, words, flat, starts, back_indptr, back_indices, overlap, shared):
-        self.inputs, self.overlap = inputs, overlap
+    def __init__(
+        self, inputs, words, flat, starts, back_indptr, back_indices, overlap, shared, block
+    ):
+        self.inputs, self.overlap, self.block = inputs, overlap, block
         self.starts = np.asarray(starts, dtype=np.int64)
         if back_indptr is None:
             back_indptr = np.zeros(1, dtype=np.int64)
@@ -389,7 +408,9 @@ class _NearestWords:
         self.rows, self.at = rows, at
         self.words = np.asarray(words, dtype=np.int64)
         array = _shared_array if shared else _local
-        self.out = array((len(self.words), len(self.starts)), np.float32)
+        # the nearest-word table, [words x groups], or with `block` the distance block,
+        # transposed: [words x rows]
+        self.out = array((len(self.words), len(rows) if block else len(self.starts)), np.float32)
         self.toward = array((len(rows), len(back_indptr) - 1), np.float32, np.inf)
         self.other = array((len(flat),), np.float64, np.nan)
         self.ends = np.append(self.starts[1:], len(flat))
@@ -442,12 +463,18 @@ class _NearestWords:
         column[same_row] = same_word
         out = self.out
 
+        block = self.block
+
         def minima(part):
             if overlap:
                 _other_minimum(d32, at, starts[part], ends[part], column, other)
-            _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
+            if not block:
+                _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
 
-        worker += _share(pool, minima, self.group_parts)
+        if overlap or not block:
+            worker += _share(pool, minima, self.group_parts)
+        if block:
+            _transpose_into(d32, out, w0)
         inside = (self.back_indices >= w0) & (self.back_indices < w0 + len(chunk))
         group, to_column = self.back_group[inside], self.back_indices[inside] - w0
 
@@ -657,6 +684,11 @@ class LowerBounds:
     CPU they spent, which the building thread's clock does not count. ``processes`` > 1:
     forked processes share it instead (the same bits; ``timing["worker_seconds"]`` their
     CPU).
+
+    ``block`` (default :func:`forward_block`): keep the distance block the tables come
+    from instead of building the query -> c table (``to_documents``): :meth:`full_values`
+    then takes a candidate's terms from the block, and the table is built from it only
+    if :meth:`rows` reads it. The same bits either way.
     """
 
     def __init__(
@@ -667,6 +699,7 @@ class LowerBounds:
         overlap: bool = True,
         pool: Executor | None = None,
         processes: int = 1,
+        block: bool | None = None,
     ):
         # _every > 1: a partial build, see setup_seconds_estimate
         self.timing: dict = {}
@@ -693,21 +726,32 @@ class LowerBounds:
             shape=(len(self.queries), len(self.vocabulary)),
         )
         # query -> c: distance of each query word to the nearest word of each document,
-        # stored [query vocabulary, documents] for the sums of `rows`; c -> query:
-        # distance of every word to the nearest word of each query, stored [vocabulary,
-        # queries] (as the kernel writes it); and for OMR each query word's distance to
-        # the nearest other word of every document holding it. All three from one
-        # distance block: every document word x the query words.
-        self.to_documents = np.zeros((len(self.vocabulary), inputs.n), dtype=np.float32)
+        # stored [query vocabulary, documents] for the sums of `rows` (`to_documents`);
+        # c -> query: distance of every word to the nearest word of each query, stored
+        # [vocabulary, queries] (as the kernel writes it); and for OMR each query word's
+        # distance to the nearest other word of every document holding it. All three
+        # from one distance block: every document word x the query words.
+        if block is None:
+            block = forward_block(inputs)
+        self.block = block
+        # with `block`: the distance block itself, [query vocabulary x distinct document
+        # words], and each CSR entry's column of it; query -> c is then taken from it
+        # per pair asked for (full_values), or whole when `to_documents` is first read
+        self._block: np.ndarray | None = None
+        self._block_rows = np.zeros(0, dtype=np.int64)
+        self._to_documents: np.ndarray | None = np.zeros(
+            (len(self.vocabulary), inputs.n), dtype=np.float32
+        )
         self.to_queries = np.zeros((len(inputs.vectors), len(self.queries)), dtype=np.float32)
         # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it)
         self.second = np.full(weights.nnz, np.nan)
         if len(self.filled) and len(self.vocabulary):
+            flat = weights.indices.astype(np.int64)
             # every document a group (an empty one's nearest word is inf: set to 0)
             near, toward, rows, other = _nearest_words(
                 inputs,
                 self.vocabulary,
-                weights.indices.astype(np.int64),
+                flat,
                 weights.indptr[:-1],
                 self.local.indptr,
                 self.local.indices,
@@ -716,9 +760,14 @@ class LowerBounds:
                 overlap,
                 pool,
                 processes,
+                block,
             )
-            near[:, inputs.empty] = 0.0
-            self.to_documents = near
+            if block:
+                self._block, self._block_rows = near, _distinct(flat, len(inputs.vectors))[1]
+                self._to_documents = None
+            else:
+                near[:, inputs.empty] = 0.0
+                self._to_documents = near
             if len(rows) == len(inputs.vectors):  # every word is some document's
                 self.to_queries = toward
             else:
@@ -736,6 +785,24 @@ class LowerBounds:
             (np.arange(1, weights.nnz + 1), weights.indices, weights.indptr), shape=weights.shape
         ).tocsc()
         self.postings = (at_csr.indptr, at_csr.indices, at_csr.data - 1)
+
+    @property
+    def to_documents(self) -> np.ndarray:
+        """float32 [query vocabulary, documents]: the distance from each query word to the
+        nearest word of each document (0 for an empty document). Built with the bounds
+        where there is no distance block; else taken whole from the block when first
+        read (:meth:`rows`), a chunk of words at a time, the same bits."""
+        if self._to_documents is None:
+            weights, n = self.weights, self.inputs.n
+            table = np.empty((len(self.vocabulary), n), dtype=np.float32)
+            starts = weights.indptr[:-1].astype(np.int64)
+            ends = weights.indptr[1:].astype(np.int64)
+            for w0 in range(0, len(self.vocabulary), CHUNK_WIDTH):
+                columns = np.ascontiguousarray(self._block[w0 : w0 + CHUNK_WIDTH].T)
+                _group_minimum(columns, self._block_rows, starts, ends, table, 0, w0)
+            table[:, self.inputs.empty] = 0.0
+            self._to_documents = table
+        return self._to_documents
 
     def rows(
         self, at: np.ndarray, omr: bool = True, wcd: bool = True, plain: bool = False
@@ -804,9 +871,20 @@ class LowerBounds:
         forward = np.zeros(len(candidates))
         more_forward = np.zeros(len(candidates))
         more_backward = np.zeros(len(candidates))
-        _weighted_columns(
-            local.indices[lo:hi], local.data[lo:hi], self.to_documents, candidates, forward
-        )
+        if self._to_documents is None:
+            _forward_columns(
+                local.indices[lo:hi],
+                local.data[lo:hi],
+                self._block,
+                self._block_rows,
+                weights.indptr,
+                candidates,
+                forward,
+            )
+        else:
+            _weighted_columns(
+                local.indices[lo:hi], local.data[lo:hi], self._to_documents, candidates, forward
+            )
         _overlap_columns(
             q,
             weights.indptr,
@@ -940,6 +1018,82 @@ def _weighted_columns(indices, data, table, columns, out):  # pragma: no cover -
 
 
 @_kernel
+def _forward_columns(words, data, block, at, indptr, columns, out):  # pragma: no cover
+    """:func:`_weighted_columns` over the table :func:`_group_minimum` would write, from
+    the distance block it would read (``block``: transposed, [words x rows]; ``at``:
+    each CSR entry's row): out[j] += data[e] * (the minimum of block[words[e], at[f]]
+    over document columns[j]'s entries f; 0 for an empty document), over the entries e
+    in order. A minimum is exact, so each term is the table's float32 value and the
+    sums the same bits; the cost is the candidates' words times the query's, not the
+    corpus's.
+
+    The block's entries the candidates need are first copied into a small table, a row
+    per distinct document word, a column per query word, a query word's row of the
+    block at a time; each candidate's minima then read a short contiguous row per
+    word it holds. Read from the block directly, every term was a scattered read
+    (85,635 passages: 15.5 ms a query, this 5.7)."""
+    count = 0
+    for j in range(len(columns)):
+        count += indptr[columns[j] + 1] - indptr[columns[j]]
+    slot = np.full(block.shape[1], -1, dtype=np.int64)  # a block row's row of `near`
+    taken = np.empty(count, dtype=np.int64)  # the block rows, in order of first need
+    entry_slot = np.empty(count, dtype=np.int64)
+    starts = np.zeros(len(columns) + 1, dtype=np.int64)
+    k = 0
+    distinct = 0
+    for j in range(len(columns)):
+        c = columns[j]
+        for f in range(indptr[c], indptr[c + 1]):
+            r = at[f]
+            if slot[r] < 0:
+                slot[r] = distinct
+                taken[distinct] = r
+                distinct += 1
+            entry_slot[k] = slot[r]
+            k += 1
+        starts[j + 1] = k
+    width = len(words)
+    near = np.empty((distinct, width), dtype=np.float32)
+    for e in range(width):
+        source = block[words[e]]
+        for i in range(distinct):
+            near[i, e] = source[taken[i]]
+    low = np.empty(width, dtype=np.float32)
+    for j in range(len(columns)):
+        if starts[j] == starts[j + 1]:
+            low[:] = 0.0
+        else:
+            low[:] = np.inf
+            for f in range(starts[j], starts[j + 1]):
+                row = near[entry_slot[f]]
+                for e in range(width):
+                    low[e] = min(low[e], row[e])
+        acc = out[j]
+        for e in range(width):
+            acc += data[e] * low[e]
+        out[j] = acc
+
+
+#: Rows and columns of the tiles :func:`_transpose_into` copies at a time.
+TRANSPOSE_TILE = 32
+
+
+@_kernel
+def _transpose_into(d, out, w0):  # pragma: no cover - compiled
+    """out[w0 + j, r] = d[r, j], a tile at a time (both sides' reads and writes then
+    stay within a few cache lines per row)."""
+    rows, width = d.shape
+    for r0 in range(0, rows, TRANSPOSE_TILE):
+        r1 = min(r0 + TRANSPOSE_TILE, rows)
+        for j0 in range(0, width, TRANSPOSE_TILE):
+            j1 = min(j0 + TRANSPOSE_TILE, width)
+            for j in range(j0, j1):
+                into = out[w0 + j]
+                for r in range(r0, r1):
+                    into[r] = d[r, j]
+
+
+@_kernel
 def _overlap_columns(
     q, indptr, indices, data, second, columns, entry, forward, backward
 ):  # pragma: no cover - compiled
@@ -1015,6 +1169,17 @@ class LazyRow:
         if not self.done[c]:
             self.values(np.array([c], dtype=np.int64))
         return self.full[c]
+
+
+def forward_block(inputs: WmdInputs) -> bool:
+    """Whether :class:`LowerBounds` keeps its distance block ([distinct document words x
+    query words]) instead of the query -> c table ([query words x documents]): where the
+    vocabulary is no larger than the documents, so the block is no larger than the table
+    it replaces (the set-up's memory, :func:`~.pairs.setup_batches`, counts the table).
+    The block spares the set-up a pass over every document's words per query word, and a
+    lazy search (``search.LAZY_BOUNDS``) reads it only for the few candidates whose full
+    cheap bound it computes. The bits are the same either way."""
+    return len(inputs.vectors) <= inputs.n
 
 
 #: :func:`setup_seconds_estimate` computes one chunk of query words in SETUP_EVERY.
