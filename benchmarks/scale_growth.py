@@ -8,9 +8,12 @@ prepared documents (``knn_pruning.sample``, seed ``--seed``), the whole corpus l
 
 ``search``: per size, one query shard of about ``--shard-queries`` (240) queries, cut as
 the workflow cuts its search shards (``search.query_shards``; the first shard), searched
-once by ``search.search_shard`` with ``--threads`` (2) workers, as a ``wmd_search`` job
-runs it, after an untimed search of a few queries that loads the compiled kernels. Per
-size it prints the CPU per query (this process and its worker processes,
+by ``search.search_shard`` with ``--threads`` (2) workers, as a ``wmd_search`` job
+runs it, ``--repeats`` (3) times after an untimed search of a few queries that loads the
+compiled kernels, keeping the search of least CPU (other work on the machine only adds
+CPU, so the least is the nearest to an idle machine's, as ``timeit`` reports; every
+search's figure is recorded too, and all must give the same tables). Per size it
+prints the CPU per query (this process and its worker processes,
 ``knn_pruning.Clock``: CPU, not wall, so that other work on the machine distorts it
 less), the exact solves per query, the cheap bounds' CPU per query and their share of
 the search's CPU (``SearchStats.bound_seconds``: the bounds' set-up and the cheap bound
@@ -77,16 +80,26 @@ def subset(documents, splits, embeddings, size: int, seed: int):
     return inputs, io.fold_indices(splits, inputs.doc_ids)
 
 
-def search_size(inputs, folds, shard_queries: int, threads: int) -> dict:
-    """One shard of about ``shard_queries`` queries of ``inputs``, searched as a job."""
+def search_size(inputs, folds, shard_queries: int, threads: int, repeats: int = 1) -> dict:
+    """One shard of about ``shard_queries`` queries of ``inputs``, searched as a job
+    ``repeats`` times: the figures of the search that took the least CPU (each search
+    its own job's state; other work on the machine only adds to a search's CPU, so the
+    least is the nearest to an idle machine's, as ``timeit`` reports), with every
+    search's CPU per query beside them. Every search must give the same tables."""
     roles = query_roles(folds, inputs.empty, None)
     queries = np.unique(np.concatenate([role.queries for role in roles]))
     of = max(1, round(len(queries) / shard_queries))
     warm = search.query_tasks(roles, inputs.empty, queries[-3:])
     search.search_queries(inputs, warm, 1, search.SearchStats(), report=None)
-    stats = search.SearchStats()
-    with knn_pruning.Clock() as clock:
-        tables = search.search_shard(inputs, folds, None, 0, of, threads, stats, report=None)
+    runs = []
+    for _ in range(repeats):
+        stats = search.SearchStats()
+        with knn_pruning.Clock() as clock:
+            tables = search.search_shard(inputs, folds, None, 0, of, threads, stats, report=None)
+        runs.append((clock, stats, thread_scaling.table_hash(tables)))
+    if len({digest for _, _, digest in runs}) > 1:
+        raise SystemExit(f"scale_growth: the searches of {inputs.n:,} documents differ")
+    clock, stats, digest = min(runs, key=lambda run: run[0].cpu)
     n = stats.queries
     return {
         "documents": inputs.n,
@@ -95,11 +108,12 @@ def search_size(inputs, folds, shard_queries: int, threads: int) -> dict:
         "cpu_s": clock.cpu,
         "wall_s": clock.wall,
         "cpu_per_query_s": clock.cpu / n,
+        "every_cpu_per_query_s": [round(run[0].cpu / n, 4) for run in runs],
         "solves_per_query": stats.solves / n,
         "bounds_per_query_s": stats.bound_seconds / n,
         "bounds_share": stats.bound_seconds / clock.cpu,
         "load": os.getloadavg()[0],
-        "hash": thread_scaling.table_hash(tables),
+        "hash": digest,
     }
 
 
@@ -112,8 +126,9 @@ def run_search(args) -> None:
     documents, splits, embeddings = prepare(args.workdir, args.data)
     print(
         f"passage corpus: {documents.num_rows:,} documents; one shard of about "
-        f"{args.shard_queries} queries per size, {args.threads} workers; CPU of the job's "
-        "processes (load: the 1-minute load average after the search)"
+        f"{args.shard_queries} queries per size, {args.threads} workers, the least CPU of "
+        f"{args.repeats} searches; CPU of the job's processes (load: the 1-minute load "
+        "average after the searches)"
     )
     print(
         f"{'documents':>10} {'queries':>8} {'CPU s/query':>12} {'solves/query':>13} "
@@ -122,7 +137,7 @@ def run_search(args) -> None:
     rows = []
     for size in args.sizes:
         inputs, folds = subset(documents, splits, embeddings, size, args.seed)
-        row = search_size(inputs, folds, args.shard_queries, args.threads)
+        row = search_size(inputs, folds, args.shard_queries, args.threads, args.repeats)
         rows.append(row)
         print(
             f"{row['documents']:>10,} {row['queries']:>8} {row['cpu_per_query_s']:>12.3f} "
@@ -153,6 +168,7 @@ def run_search(args) -> None:
     ]
     figures["search"] = {
         "threads": args.threads,
+        "repeats": args.repeats,
         "shard_queries": args.shard_queries,
         "seed": args.seed,
         "exponent": round(b, 2),
@@ -160,6 +176,7 @@ def run_search(args) -> None:
         "cpu_per_query_largest_s": round(cpu[-1], 3),
         "cpu_per_query_smallest_s": round(cpu[0], 3),
         "hashes": {str(r["documents"]): r["hash"] for r in rows},
+        "every_cpu_per_query_s": {str(r["documents"]): r["every_cpu_per_query_s"] for r in rows},
         "table": {
             "header": header,
             "rows": [
@@ -186,6 +203,9 @@ def main() -> None:
     part.add_argument("--seed", type=int, default=0, help="seed of the subsets")
     part.add_argument("--shard-queries", type=int, default=240)
     part.add_argument("--threads", type=int, default=2)
+    part.add_argument(
+        "--repeats", type=int, default=3, help="searches per size; the least CPU is reported"
+    )
     part.add_argument("--data", type=Path, default=passages.NEWS)
     part.add_argument(
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "scale-passages"
