@@ -122,9 +122,13 @@ GUIDED = 4
 TIGHTEN_BATCH = 8
 
 #: Candidates of a list sorted by their cheap bounds in its first part (:class:`_Stream`),
-#: and how much larger each next part is.
+#: and how much larger each next part is. A lazy stream computes the whole cheap bound of
+#: every candidate of a part it starts, so a part far beyond the visit's stop is wasted
+#: work: on the 85,635 passages (first shard, one worker) doubling computed 3,193 whole
+#: bounds a query where growing fourfold computed 4,702, at about 4 % less CPU; each
+#: part costs a pass over the list's candidates, so growing less than twofold pays less.
 STREAM_PART = 256
-STREAM_GROWTH = 4
+STREAM_GROWTH = 2
 
 #: Whether a query's cheap bound is computed lazily (:class:`_LazyStream`): for every
 #: candidate only its part that costs the same per candidate whatever the query's words
