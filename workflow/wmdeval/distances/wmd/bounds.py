@@ -269,6 +269,7 @@ def _nearest_words(
     pool: Executor | None = None,
     processes: int = 1,
     block: bool = False,
+    other_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearest-word tables of :class:`LowerBounds`, from one distance block.
 
@@ -329,6 +330,10 @@ def _nearest_words(
     once per word, the one part of the build that grows with the documents' words
     times the queries'. A group's minimum is then taken from the block only where it is
     asked for (:func:`_forward_columns`), the same bits, as a minimum is exact.
+    ``other_groups``: the groups whose entries get the fourth table's distances (default:
+    every group); the others' are taken from the block where asked for
+    (:func:`_overlap_block_columns`), as :func:`_other_minimum` too reads every entry of
+    ``flat``.
     """
     build = _NearestWords(
         inputs,
@@ -340,6 +345,7 @@ def _nearest_words(
         overlap,
         shared=processes > 1,
         block=block,
+        other_groups=other_groups,
     )
     if not len(build.starts) or not len(build.words):
         return build.out, build.toward, build.rows, build.other
@@ -392,7 +398,17 @@ class _NearestWords:
     bits."""
 
     def __init__(
-        self, inputs, words, flat, starts, back_indptr, back_indices, overlap, shared, block
+        self,
+        inputs,
+        words,
+        flat,
+        starts,
+        back_indptr,
+        back_indices,
+        overlap,
+        shared,
+        block,
+        other_groups=None,
     ):
         self.inputs, self.overlap, self.block = inputs, overlap, block
         self.starts = np.asarray(starts, dtype=np.int64)
@@ -414,6 +430,11 @@ class _NearestWords:
         self.toward = array((len(rows), len(back_indptr) - 1), np.float32, np.inf)
         self.other = array((len(flat),), np.float64, np.nan)
         self.ends = np.append(self.starts[1:], len(flat))
+        # the groups whose nearest other words are computed (None: all, a slice at a time)
+        self.other_groups = None
+        if other_groups is not None:
+            other_groups = np.asarray(other_groups, dtype=np.int64)
+            self.other_groups = (self.starts[other_groups], self.ends[other_groups])
         self.vectors, self.sq_norms = inputs.vectors[rows], inputs.sq_norms[rows]
         self.back_group = np.repeat(np.arange(len(back_indptr) - 1), np.diff(back_indptr))
         # chunks of one fixed width, the last padded to it (see PRODUCT_WIDTH)
@@ -465,14 +486,18 @@ class _NearestWords:
 
         block = self.block
 
+        chosen = self.other_groups
+
         def minima(part):
-            if overlap:
+            if overlap and chosen is None:
                 _other_minimum(d32, at, starts[part], ends[part], column, other)
             if not block:
                 _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
 
-        if overlap or not block:
+        if (overlap and chosen is None) or not block:
             worker += _share(pool, minima, self.group_parts)
+        if overlap and chosen is not None:
+            _other_minimum(d32, at, chosen[0], chosen[1], column, other)
         if block:
             _transpose_into(d32, out, w0)
         inside = (self.back_indices >= w0) & (self.back_indices < w0 + len(chunk))
@@ -743,8 +768,12 @@ class LowerBounds:
             (len(self.vocabulary), inputs.n), dtype=np.float32
         )
         self.to_queries = np.zeros((len(inputs.vectors), len(self.queries)), dtype=np.float32)
-        # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it)
-        self.second = np.full(weights.nnz, np.nan)
+        # per CSR entry of `weights`; NaN where the word is no query's (OMR never reads it).
+        # With `block`, only the queries' own entries at first (`second` completes it from
+        # the block when first read; full_values takes a candidate's from the block)
+        self._second = np.full(weights.nnz, np.nan)
+        self._second_whole = True
+        self._block_words = np.zeros(0, dtype=np.int64)
         if len(self.filled) and len(self.vocabulary):
             flat = weights.indices.astype(np.int64)
             # every document a group (an empty one's nearest word is inf: set to 0)
@@ -761,10 +790,13 @@ class LowerBounds:
                 pool,
                 processes,
                 block,
+                self.queries if block else None,
             )
             if block:
                 self._block, self._block_rows = near, _distinct(flat, len(inputs.vectors))[1]
+                self._block_words = rows
                 self._to_documents = None
+                self._second_whole = not overlap
             else:
                 near[:, inputs.empty] = 0.0
                 self._to_documents = near
@@ -774,7 +806,7 @@ class LowerBounds:
                 self.to_queries[rows] = toward
             # an empty query has no nearest word: its (unused) column is 0
             self.to_queries[:, np.diff(self.local.indptr) == 0] = 0.0
-            self.second = other
+            self._second = other
 
         self.postings = None
         if not overlap:
@@ -803,6 +835,30 @@ class LowerBounds:
             table[:, self.inputs.empty] = 0.0
             self._to_documents = table
         return self._to_documents
+
+    @property
+    def second(self) -> np.ndarray:
+        """float64 per CSR entry of the weights: the distance from its word, where that is a
+        query word, to the nearest other word of its document (inf alone; NaN where the
+        word is no query's, or without OMR tables). With the distance block, completed
+        from it when first read (:meth:`rows`), a chunk of words at a time: the bits of
+        the set-up's (:func:`_other_minimum` of the same distances)."""
+        if not self._second_whole:
+            weights = self.weights
+            starts = weights.indptr[:-1].astype(np.int64)
+            ends = weights.indptr[1:].astype(np.int64)
+            rows = self._block_words
+            for w0 in range(0, len(self.vocabulary), CHUNK_WIDTH):
+                chunk = self.vocabulary[w0 : w0 + CHUNK_WIDTH]
+                _, same_row, same_word = np.intersect1d(
+                    rows, chunk, assume_unique=True, return_indices=True
+                )
+                column = np.full(len(rows), -1, dtype=np.int64)
+                column[same_row] = same_word
+                distances = np.ascontiguousarray(self._block[w0 : w0 + CHUNK_WIDTH].T)
+                _other_minimum(distances, self._block_rows, starts, ends, column, self._second)
+            self._second_whole = True
+        return self._second
 
     def rows(
         self, at: np.ndarray, omr: bool = True, wcd: bool = True, plain: bool = False
@@ -885,17 +941,34 @@ class LowerBounds:
             _weighted_columns(
                 local.indices[lo:hi], local.data[lo:hi], self._to_documents, candidates, forward
             )
-        _overlap_columns(
-            q,
-            weights.indptr,
-            weights.indices,
-            weights.data,
-            self.second,
-            candidates,
-            np.full(weights.shape[1], -1, dtype=np.int64),
-            more_forward,
-            more_backward,
-        )
+        entry = np.full(weights.shape[1], -1, dtype=np.int64)
+        if self._second_whole:
+            _overlap_columns(
+                q,
+                weights.indptr,
+                weights.indices,
+                weights.data,
+                self._second,
+                candidates,
+                entry,
+                more_forward,
+                more_backward,
+            )
+        else:
+            _overlap_block_columns(
+                q,
+                weights.indptr,
+                weights.indices,
+                weights.data,
+                self._second,
+                local.indices[lo:hi],
+                self._block,
+                self._block_rows,
+                candidates,
+                entry,
+                more_forward,
+                more_backward,
+            )
         forward += more_forward
         back = backward[candidates] + more_backward
         bound = np.fmax(np.maximum(forward, back), centroid[candidates])
@@ -1117,6 +1190,43 @@ def _overlap_columns(
             b = data[f]
             if a > b:
                 ahead += (a - b) * second[f]
+            elif b > a:
+                behind += (b - a) * second[e]
+        forward[j] += ahead
+        backward[j] += behind
+    for e in range(indptr[q], indptr[q + 1]):
+        entry[indices[e]] = -1
+
+
+@_kernel
+def _overlap_block_columns(
+    q, indptr, indices, data, second, q_columns, block, at, columns, entry, forward, backward
+):  # pragma: no cover - compiled
+    """:func:`_overlap_columns` where ``second`` holds only the query's own entries: a
+    candidate's entry's nearest other word (the forward terms') is the minimum over the
+    candidate's other entries g of block[its word's column, at[g]] (``block``: the
+    distance block, transposed; ``q_columns``: the block column of each of q's entries),
+    the value :func:`_other_minimum` takes from the same distances (inf alone), so the
+    same terms in the same order and the same bits."""
+    for e in range(indptr[q], indptr[q + 1]):
+        entry[indices[e]] = e
+    for j in range(len(columns)):
+        c = columns[j]
+        ahead = 0.0
+        behind = 0.0
+        for f in range(indptr[c], indptr[c + 1]):
+            e = entry[indices[f]]
+            if e < 0:
+                continue
+            a = data[e]
+            b = data[f]
+            if a > b:
+                source = block[q_columns[e - indptr[q]]]
+                low = np.inf
+                for g in range(indptr[c], indptr[c + 1]):
+                    if g != f:
+                        low = min(low, source[at[g]])
+                ahead += (a - b) * low
             elif b > a:
                 behind += (b - a) * second[e]
         forward[j] += ahead
