@@ -243,6 +243,29 @@ def test_dual_bounds_from_solved_pairs_lie_below_the_exact_wmd(weighting, seed):
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])
+def test_a_querys_word_costs_give_each_pairs_matrix_bit_for_bit(monkeypatch, weighting):
+    # WordCosts computes each candidate word's costs to the query's words once; every
+    # matrix it gathers is pair_costs' of the pair, bit for bit (Euclidean and WRD's
+    # cosine, 40 dimensions, a word the query holds too), in any order of asking, and
+    # past its byte limit it computes the matrix whole, the same bits again
+    docs, emb = random_corpus(5, 60, n_words=80, dim=40, max_len=20)
+    inputs = solver.prepare(docs, emb, weighting)
+    for q in (0, 7):
+        costs = bounds.WordCosts(inputs, q)
+        for c in [*range(inputs.n), *range(inputs.n - 1, -1, -3)]:
+            want = bounds.pair_costs(inputs, inputs.indices[q], inputs.indices[c])
+            got = costs.matrix(inputs.indices[c])
+            assert got.tobytes() == want.tobytes() and got.flags.c_contiguous, (q, c)
+        assert costs.count == len(np.unique(np.concatenate(inputs.indices)))
+    monkeypatch.setattr(bounds, "WORD_COST_BYTES", 8 * 5 * len(inputs.indices[3]))
+    costs = bounds.WordCosts(inputs, 3)
+    for c in range(inputs.n):
+        want = bounds.pair_costs(inputs, inputs.indices[3], inputs.indices[c])
+        assert costs.matrix(inputs.indices[c]).tobytes() == want.tobytes()
+    assert costs.count <= 5
+
+
+@pytest.mark.parametrize("weighting", ["bow", "wrd"])
 def test_potentials_from_the_solves_own_costs_are_the_recomputed_ones(weighting):
     # solve_pair_costs: the same solve as solve_pair, plus the matrix it solved with;
     # query_potential given it (either side, shared words dropped or not) computes only

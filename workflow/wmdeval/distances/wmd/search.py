@@ -89,12 +89,12 @@ from .bounds import (
     FORK,
     LazyRow,
     LowerBounds,
+    WordCosts,
     child_process_start,
     constrained_transfers,
     dual_ascent,
     margin_scale,
     nearest_dual_bound,
-    pair_costs,
     query_potential,
     scaled_margin,
 )
@@ -469,6 +469,7 @@ class _QueryState:
         "starts",
         "costs",
         "cost_bytes",
+        "word_costs",
         "ict_judged",
         "ict_proved",
         "duals",
@@ -476,7 +477,7 @@ class _QueryState:
         "dual_seconds",
     )
 
-    def __init__(self, q: int, bound: np.ndarray | None, words: int, dimensions: int):
+    def __init__(self, q: int, bound: np.ndarray | None, word_costs: WordCosts, dimensions: int):
         self.q = q
         # the cheap bound per document (None: the query is settled by its floors, or empty)
         self.bound = bound
@@ -484,7 +485,7 @@ class _QueryState:
         self.tight: dict[int, float] = {}  # candidate -> its best bound
         # potentials on q's words from its first solves (potentials[:held] are filled),
         # each with the centroid of the document it was solved against
-        self.potentials = np.zeros((POTENTIALS, words))
+        self.potentials = np.zeros((POTENTIALS, len(word_costs.words)))
         self.held = 0
         self.sources = np.zeros((POTENTIALS, dimensions))
         # per candidate: how many potentials its bound in `tight` has seen, and (its best
@@ -495,6 +496,8 @@ class _QueryState:
         # bytes they hold (at most about COST_BYTES)
         self.costs: dict[int, np.ndarray] = {}
         self.cost_bytes = 0
+        # the query's costs to its candidates' words, for the matrices not in `costs`
+        self.word_costs = word_costs
         # ICT bounds computed under a finite limit, and of them those that proved their
         # candidate beyond it where its cheap bound did not (ICT_TRIAL)
         self.ict_judged = 0
@@ -881,7 +884,7 @@ class _Search:
         floors, or empty) into ``results``: the visit of each of its candidate lists."""
         if bound is not None and self.single is not None:
             bound = self._floored(q, bound)
-        query = _QueryState(q, bound, len(self.inputs.indices[q]), self.means.shape[1])
+        query = _QueryState(q, bound, WordCosts(self.inputs, q), self.means.shape[1])
         tasks = self.tasks[q]
         certificates = [
             (task.key, task.k, self._certify(query, at_task, task))
@@ -1027,7 +1030,7 @@ class _Search:
             # kept for its next dual bounds and its ascent: a candidate meets new
             # potentials several times before it is proven or solved (and used now even
             # where COST_BYTES leaves it out of `costs`)
-            cost = pair_costs(inputs, inputs.indices[q], inputs.indices[c])
+            cost = query.word_costs.matrix(inputs.indices[c])
             query.keep_costs({c: cost}, limit)
         value, at_best = nearest_dual_bound(
             inputs,
