@@ -263,6 +263,17 @@ def test_a_querys_word_costs_give_each_pairs_matrix_bit_for_bit(monkeypatch, wei
         want = bounds.pair_costs(inputs, inputs.indices[3], inputs.indices[c])
         assert costs.matrix(inputs.indices[c]).tobytes() == want.tobytes()
     assert costs.count <= 5
+    # several documents' words at once, repeated words among them: ICT's batches
+    costs = bounds.WordCosts(inputs, 0)
+    batch = np.arange(1, 30)
+    both = np.concatenate([inputs.indices[c] for c in batch])
+    assert len(np.unique(both)) < len(both)
+    want = bounds.pair_costs(inputs, inputs.indices[0], both)
+    assert costs.matrix(both).tobytes() == want.tobytes()
+    plain, fresh = {}, {}
+    ict = bounds.constrained_transfers(inputs, 0, batch, plain)
+    assert bounds.constrained_transfers(inputs, 0, batch, fresh, costs).tobytes() == ict.tobytes()
+    assert all(fresh[c].tobytes() == plain[c].tobytes() for c in batch.tolist())
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])

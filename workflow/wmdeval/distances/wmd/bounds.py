@@ -142,11 +142,10 @@ class WordCosts:
         self.count = 0
 
     def matrix(self, words: np.ndarray) -> np.ndarray:
-        """float64 [query words, ``words``]: ``pair_costs(inputs, query words, words)``
-        (``words``: one document's, distinct)."""
+        """float64 [query words, ``words``]: ``pair_costs(inputs, query words, words)``."""
         words = np.asarray(words, dtype=np.int64)
         rows = self.slot[words]
-        missing = words[rows < 0]
+        missing = np.unique(words[rows < 0])
         if len(missing):
             width = max(len(self.words), 1) * 8
             if (self.count + len(missing)) * width > WORD_COST_BYTES:
@@ -1462,7 +1461,11 @@ _SELECTIONS = 8
 
 
 def constrained_transfers(
-    inputs: WmdInputs, query: int, candidates: np.ndarray, costs: dict | None = None
+    inputs: WmdInputs,
+    query: int,
+    candidates: np.ndarray,
+    costs: dict | None = None,
+    word_costs: WordCosts | None = None,
 ) -> np.ndarray:
     """The ICT lower bound (Atasu and Mittelholzer 2019) between document ``query`` and
     each of ``candidates`` (positions in ``inputs``, none empty), float64.
@@ -1481,7 +1484,8 @@ def constrained_transfers(
     whole collection: its cost is that of the cost matrices plus a few passes over them.
     With ``costs`` (a dict), each candidate's cost matrix [query words, its words] is
     stored there under its position, for :func:`dual_bound` to take instead of computing
-    it again.
+    it again. ``word_costs``: the query's :class:`WordCosts`, which gives the matrices
+    (the same bits).
     """
     candidates = np.asarray(candidates, dtype=np.int64)
     out = np.empty(len(candidates))
@@ -1498,7 +1502,10 @@ def constrained_transfers(
         mass = np.concatenate([inputs.weights[c] for c in part])
         starts = np.zeros(len(part) + 1, dtype=np.int64)
         np.cumsum(sizes[start:stop], out=starts[1:])
-        cost = word_distances(inputs, words_q, words)
+        if word_costs is None:
+            cost = word_distances(inputs, words_q, words)
+        else:
+            cost = word_costs.matrix(words)
         out[start:stop] = _transfers(cost, np.ascontiguousarray(cost.T), mass_q, mass, starts)
         if costs is not None:
             for k, c in enumerate(part):

@@ -1005,7 +1005,9 @@ class _Search:
                     break
         t0 = time.thread_time()
         fresh: dict[int, np.ndarray] = {}
-        ict = constrained_transfers(self.inputs, q, np.array(batch, dtype=np.int64), fresh)
+        ict = constrained_transfers(
+            self.inputs, q, np.array(batch, dtype=np.int64), fresh, query.word_costs
+        )
         for c, value in zip(batch, ict.tolist(), strict=True):
             tight[c] = max(float(bound[c]), value)
             if limit < np.inf:  # a k-th distance to prove it beyond: the trial counts it
