@@ -25,7 +25,9 @@ document this module
    fall a few per cent short, which these steps close for most candidates outside the
    top k), and the candidate waits again if that raised its bound; only then is it
    solved exactly. The dual bounds reuse the word-cost matrix the candidate's ICT bound
-   computed (up to COST_BYTES per query); the exact solve computes its own, as
+   computed (up to COST_BYTES per query), and both take their matrices from the query's
+   :class:`~.bounds.WordCosts` (each candidate word's costs computed once per query, the
+   same bits); the exact solve computes its own, as
    :func:`~.solver.wmd_pair` does. So only candidates whose every bound stays within the
    k-th distance of the moment are solved, and the tighter bounds are computed for the
    candidates the cheap bounds could not prune, never for the whole list. Candidates
