@@ -585,7 +585,9 @@ def test_the_tighter_bound_saves_solves_not_scores(monkeypatch):
     full, pruned = scores_both_ways(docs, emb, splits, "bow", stats=with_ict)
     # without ICT: the tight bound of a candidate is its cheap bound
     monkeypatch.setattr(
-        search, "constrained_transfers", lambda inputs, q, c, costs=None: np.zeros(len(c))
+        search,
+        "constrained_transfers",
+        lambda inputs, q, c, costs=None, word_costs=None: np.zeros(len(c)),
     )
     without = search.SearchStats()
     _, pruned_without = scores_both_ways(docs, emb, splits, "bow", stats=without)
@@ -604,7 +606,7 @@ def test_a_query_stops_computing_ict_bounds_that_prove_nothing(monkeypatch):
         monkeypatch.setattr(search, "ICT_TRIAL", trial)
         calls: dict[int, int] = {}
 
-        def useless(inputs, q, c, costs=None, calls=calls):  # ICT that is never above 0
+        def useless(inputs, q, c, costs=None, word_costs=None, calls=calls):  # never above 0
             calls[q] = calls.get(q, 0) + len(c)
             return np.zeros(len(c))
 

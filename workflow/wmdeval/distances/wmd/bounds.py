@@ -548,11 +548,7 @@ class _NearestWords:
         d32[same_row, same_word] = 0.0
         column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
         column[same_row] = same_word
-        out = self.out
-
-        block = self.block
-
-        chosen = self.other_groups
+        out, block, chosen = self.out, self.block, self.other_groups
 
         def minima(part):
             if overlap and chosen is None:
@@ -564,9 +560,8 @@ class _NearestWords:
             worker += _share(pool, minima, self.group_parts)
         if overlap and chosen is not None:
             _other_minimum(d32, at, chosen[0], chosen[1], column, other)
-        if block:
+        if block:  # its back minima from the whole block, once (back_from_block)
             _transpose_into(d32, out, w0)
-        if block:  # the back minima from the whole block, once (back_from_block)
             return worker, 0.0, 0.0, 0
         inside = (self.back_indices >= w0) & (self.back_indices < w0 + len(chunk))
         group, to_column = self.back_group[inside], self.back_indices[inside] - w0
@@ -937,13 +932,10 @@ class LowerBounds:
         where there is no distance block; else taken whole from the block when first
         read (:meth:`rows`), a chunk of words at a time, the same bits."""
         if self._to_documents is None:
-            weights, n = self.weights, self.inputs.n
-            table = np.empty((len(self.vocabulary), n), dtype=np.float32)
-            starts = weights.indptr[:-1].astype(np.int64)
-            ends = weights.indptr[1:].astype(np.int64)
-            for w0 in range(0, len(self.vocabulary), CHUNK_WIDTH):
-                columns = np.ascontiguousarray(self._block[w0 : w0 + CHUNK_WIDTH].T)
-                _group_minimum(columns, self._block_rows, starts, ends, table, 0, w0)
+            table = np.empty((len(self.vocabulary), self.inputs.n), dtype=np.float32)
+            starts, ends = self._groups()
+            for w0, distances in self._block_chunks():
+                _group_minimum(distances, self._block_rows, starts, ends, table, 0, w0)
             table[:, self.inputs.empty] = 0.0
             self._to_documents = table
         return self._to_documents
@@ -956,21 +948,30 @@ class LowerBounds:
         from it when first read (:meth:`rows`), a chunk of words at a time: the bits of
         the set-up's (:func:`_other_minimum` of the same distances)."""
         if not self._second_whole:
-            weights = self.weights
-            starts = weights.indptr[:-1].astype(np.int64)
-            ends = weights.indptr[1:].astype(np.int64)
+            starts, ends = self._groups()
             rows = self._block_words
-            for w0 in range(0, len(self.vocabulary), CHUNK_WIDTH):
-                chunk = self.vocabulary[w0 : w0 + CHUNK_WIDTH]
+            for w0, distances in self._block_chunks():
+                chunk = self.vocabulary[w0 : w0 + distances.shape[1]]
                 _, same_row, same_word = np.intersect1d(
                     rows, chunk, assume_unique=True, return_indices=True
                 )
-                column = np.full(len(rows), -1, dtype=np.int64)
+                column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
                 column[same_row] = same_word
-                distances = np.ascontiguousarray(self._block[w0 : w0 + CHUNK_WIDTH].T)
                 _other_minimum(distances, self._block_rows, starts, ends, column, self._second)
             self._second_whole = True
         return self._second
+
+    def _groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each document's first and past-last CSR entry, int64 (the kernels' groups)."""
+        indptr = self.weights.indptr.astype(np.int64)
+        return indptr[:-1], indptr[1:]
+
+    def _block_chunks(self):
+        """(w0, the distances of query words w0.. to every corpus word, float32 [corpus
+        words x CHUNK_WIDTH words], contiguous): the block a chunk at a time, in the
+        layout the set-up's minima kernels read."""
+        for w0 in range(0, len(self.vocabulary), CHUNK_WIDTH):
+            yield w0, np.ascontiguousarray(self._block[w0 : w0 + CHUNK_WIDTH].T)
 
     def rows(
         self, at: np.ndarray, omr: bool = True, wcd: bool = True, plain: bool = False

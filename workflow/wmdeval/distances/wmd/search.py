@@ -1008,7 +1008,7 @@ class _Search:
         t0 = time.thread_time()
         fresh: dict[int, np.ndarray] = {}
         ict = constrained_transfers(
-            self.inputs, q, np.array(batch, dtype=np.int64), fresh, query.word_costs
+            self.inputs, q, np.array(batch, dtype=np.int64), fresh, word_costs=query.word_costs
         )
         for c, value in zip(batch, ict.tolist(), strict=True):
             tight[c] = max(float(bound[c]), value)
