@@ -393,7 +393,7 @@ def _nearest_words(
     asked for (:func:`_forward_columns`), the same bits, as a minimum is exact.
     ``other_groups``: the groups whose entries get the fourth table's distances (default:
     every group); the others' are taken from the block where asked for
-    (:func:`_overlap_block_columns`), as :func:`_other_minimum` too reads every entry of
+    (:func:`_overlap_columns`), as :func:`_other_minimum` too reads every entry of
     ``flat``.
     """
     build = _NearestWords(
@@ -1054,34 +1054,21 @@ class LowerBounds:
             _weighted_columns(
                 local.indices[lo:hi], local.data[lo:hi], self._to_documents, candidates, forward
             )
-        entry = np.full(weights.shape[1], -1, dtype=np.int64)
-        if self._second_whole:
-            _overlap_columns(
-                q,
-                weights.indptr,
-                weights.indices,
-                weights.data,
-                self._second,
-                candidates,
-                entry,
-                more_forward,
-                more_backward,
-            )
-        else:
-            _overlap_block_columns(
-                q,
-                weights.indptr,
-                weights.indices,
-                weights.data,
-                self._second,
-                local.indices[lo:hi],
-                self._block,
-                self._block_rows,
-                candidates,
-                entry,
-                more_forward,
-                more_backward,
-            )
+        whole = self._second_whole  # else a candidate's from the block
+        _overlap_columns(
+            q,
+            weights.indptr,
+            weights.indices,
+            weights.data,
+            self._second,
+            candidates,
+            np.full(weights.shape[1], -1, dtype=np.int64),
+            more_forward,
+            more_backward,
+            local.indices[lo:hi],
+            _NO_BLOCK if whole else self._block,
+            self._block_rows,
+        )
         forward += more_forward
         back = backward[candidates] + more_backward
         bound = np.fmax(np.maximum(forward, back), centroid[candidates])
@@ -1281,14 +1268,22 @@ def _transpose_into(d, out, w0):  # pragma: no cover - compiled
 
 @_kernel
 def _overlap_columns(
-    q, indptr, indices, data, second, columns, entry, forward, backward
+    q, indptr, indices, data, second, columns, entry, forward, backward, q_columns, block, at
 ):  # pragma: no cover - compiled
     """forward[j] (backward[j]) += :func:`_overlap_sums`' terms of the pair (query q,
     document columns[j]), for chosen documents alone, in the order that kernel adds them:
     over q's entries in CSR order, which is the order of their words, as the document's
     own entries run (both CSR rows are sorted). ``entry``: -1 per vocabulary row (scratch,
     left so): q's entry of each of its words while this runs, so a document's entries
-    find theirs without a search."""
+    find theirs without a search.
+
+    With a distance block (``block``, transposed, not empty; ``q_columns``: the block
+    column of each of q's entries; ``at``: each CSR entry's row), ``second`` holds only
+    the query's own entries: a candidate's entry's nearest other word (the forward
+    terms') is then the minimum over the candidate's other entries g of
+    block[its word's column, at[g]], the value :func:`_other_minimum` takes from the
+    same distances (inf alone), so the same terms in the same order and the same bits."""
+    from_block = block.shape[0] > 0
     for e in range(indptr[q], indptr[q + 1]):
         entry[indices[e]] = e
     for j in range(len(columns)):
@@ -1302,7 +1297,15 @@ def _overlap_columns(
             a = data[e]
             b = data[f]
             if a > b:
-                ahead += (a - b) * second[f]
+                if from_block:
+                    source = block[q_columns[e - indptr[q]]]
+                    low = np.inf
+                    for g in range(indptr[c], indptr[c + 1]):
+                        if g != f:
+                            low = min(low, source[at[g]])
+                    ahead += (a - b) * low
+                else:
+                    ahead += (a - b) * second[f]
             elif b > a:
                 behind += (b - a) * second[e]
         forward[j] += ahead
@@ -1311,41 +1314,8 @@ def _overlap_columns(
         entry[indices[e]] = -1
 
 
-@_kernel
-def _overlap_block_columns(
-    q, indptr, indices, data, second, q_columns, block, at, columns, entry, forward, backward
-):  # pragma: no cover - compiled
-    """:func:`_overlap_columns` where ``second`` holds only the query's own entries: a
-    candidate's entry's nearest other word (the forward terms') is the minimum over the
-    candidate's other entries g of block[its word's column, at[g]] (``block``: the
-    distance block, transposed; ``q_columns``: the block column of each of q's entries),
-    the value :func:`_other_minimum` takes from the same distances (inf alone), so the
-    same terms in the same order and the same bits."""
-    for e in range(indptr[q], indptr[q + 1]):
-        entry[indices[e]] = e
-    for j in range(len(columns)):
-        c = columns[j]
-        ahead = 0.0
-        behind = 0.0
-        for f in range(indptr[c], indptr[c + 1]):
-            e = entry[indices[f]]
-            if e < 0:
-                continue
-            a = data[e]
-            b = data[f]
-            if a > b:
-                source = block[q_columns[e - indptr[q]]]
-                low = np.inf
-                for g in range(indptr[c], indptr[c + 1]):
-                    if g != f:
-                        low = min(low, source[at[g]])
-                ahead += (a - b) * low
-            elif b > a:
-                behind += (b - a) * second[e]
-        forward[j] += ahead
-        backward[j] += behind
-    for e in range(indptr[q], indptr[q + 1]):
-        entry[indices[e]] = -1
+#: No distance block (:func:`_overlap_columns` reads the whole ``second``).
+_NO_BLOCK = np.empty((0, 0), dtype=np.float32)
 
 
 class LazyRow:
