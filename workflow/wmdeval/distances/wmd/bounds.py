@@ -144,36 +144,66 @@ class WordCosts:
     def matrix(self, words: np.ndarray) -> np.ndarray:
         """float64 [query words, ``words``]: ``pair_costs(inputs, query words, words)``."""
         words = np.asarray(words, dtype=np.int64)
-        rows = self.slot[words]
-        missing = np.unique(words[rows < 0])
-        if len(missing):
-            width = max(len(self.words), 1) * 8
-            if (self.count + len(missing)) * width > WORD_COST_BYTES:
-                return pair_costs(self.inputs, self.words, words)
-            fresh = pair_costs(self.inputs, missing, self.words)
-            if self.count + len(missing) > len(self.table):
-                grown = np.empty(
-                    (max(2 * len(self.table), self.count + len(missing), 64), len(self.words))
-                )
-                grown[: self.count] = self.table[: self.count]
-                self.table = grown
-            self.table[self.count : self.count + len(missing)] = fresh
-            self.slot[missing] = np.arange(self.count, self.count + len(missing))
-            self.count += len(missing)
-            rows = self.slot[words]
         out = np.empty((len(self.words), len(words)))
-        _gather_columns(self.table, rows, out)
-        return out
+        inputs = self.inputs
+        while True:
+            # one kernel call: the missing words' costs into the table, then the gather
+            # (in numpy, its dozen calls took most of a 29-word matrix's time)
+            count = _word_cost_matrix(
+                inputs.vectors,
+                self.words,
+                words,
+                self.slot,
+                self.table,
+                self.count,
+                inputs.ground_cost == "cosine",
+                out,
+            )
+            if count >= 0:
+                self.count = count
+                return out
+            needed = -count - 1  # rows the table needs for these words
+            most = WORD_COST_BYTES // (max(len(self.words), 1) * 8)
+            if needed > most:
+                return pair_costs(inputs, self.words, words)
+            grown = np.empty((min(max(2 * len(self.table), needed, 64), most), len(self.words)))
+            grown[: self.count] = self.table[: self.count]
+            self.table = grown
 
 
 @_kernel
-def _gather_columns(table, rows, out):  # pragma: no cover - compiled
-    """out[i, j] = table[rows[j], i]: a candidate's matrix from the rows of its words,
-    in one pass (numpy's gather and transposed copy took 38 us of a 86 x 86 matrix)."""
-    for j in range(len(rows)):
-        source = table[rows[j]]
+def _word_cost_matrix(vectors, query, words, slot, table, count, cosine, out):  # pragma: no cover
+    """:meth:`WordCosts.matrix` in one call: the distinct ``words`` without a ``slot``
+    get their costs to the ``query`` words (``_pair_costs``, the same bits) in the
+    ``table``'s rows from ``count``, then out[i, j] = table[slot[words[j]], i]. Returns
+    the new count, or -(rows needed) - 1 with nothing changed when the table is too
+    short for them."""
+    missing = np.empty(len(words), dtype=np.int64)
+    fresh = 0
+    for j in range(len(words)):
+        w = words[j]
+        if slot[w] == -1:
+            slot[w] = -2  # marked: each missing word once
+            missing[fresh] = w
+            fresh += 1
+    if count + fresh > table.shape[0]:
+        for t in range(fresh):
+            slot[missing[t]] = -1
+        return -(count + fresh) - 1
+    if fresh:
+        costs = _pair_costs(vectors, missing[:fresh], query, cosine)
+        for t in range(fresh):
+            row = table[count + t]
+            source = costs[t]
+            for i in range(len(query)):
+                row[i] = source[i]
+            slot[missing[t]] = count + t
+        count += fresh
+    for j in range(len(words)):
+        source = table[slot[words[j]]]
         for i in range(out.shape[0]):
             out[i, j] = source[i]
+    return count
 
 
 def safety_margin(inputs: WmdInputs, distance: float | np.ndarray) -> float | np.ndarray:
