@@ -419,3 +419,30 @@ def test_distinct_words_are_numpys_unique_with_inverse():
         want_rows, want_at = np.unique(flat, return_inverse=True)
         assert rows.dtype == at.dtype == np.int64
         assert rows.tolist() == want_rows.tolist() and at.tolist() == want_at.tolist()
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (15, 9), (16, 16), (29, 31), (86, 86)])
+def test_the_dual_kernel_is_a_plain_loop_bit_for_bit(shape):
+    # both ways of the second minima (along the costs' rows below DUAL_ACROSS query words,
+    # down a transposed copy from it) give the plain loop's bound: the same minima, the
+    # same sums in the same order; it stops at the first potential past `enough`
+    n, m = shape
+    rng = np.random.default_rng(n * 1000 + m)
+    cost = rng.random((n, m)) + 0.5
+    mass_q, mass_c = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(m))
+    potentials = rng.random((6, n)) * 0.4
+    order = np.array([3, 0, 5, 1], dtype=np.int64)
+    want = []
+    for p in order.tolist():
+        g = [min(cost[i, j] - potentials[p, i] for i in range(n)) for j in range(m)]
+        total = 0.0
+        for j in range(m):
+            total += mass_c[j] * g[j]
+        for i in range(n):
+            total += mass_q[i] * min(cost[i, j] - g[j] for j in range(m))
+        want.append(total)
+    best, _, best_at = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, np.inf, 8, 0.98)
+    assert best == max(want) and best_at == order[int(np.argmax(want))]
+    enough = (sorted(want)[-1] + sorted(want)[-2]) / 2  # passed by the best one alone
+    best, stop, _ = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, enough, 8, 0.98)
+    assert best == max(want) and stop == order[int(np.argmax(want))]

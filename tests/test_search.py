@@ -1016,3 +1016,20 @@ def test_table_from_known_distances_ranks_like_the_dense_matrix():
         )
         np.testing.assert_array_equal(got.index, want.index)
         np.testing.assert_array_equal(got.distance, want.distance)
+
+
+@pytest.mark.parametrize("shape", [(5, 30), (16, 12), (30, 25)])
+def test_the_ascent_kernel_is_the_plain_loop_on_both_sides_of_dual_across(shape):
+    # below DUAL_ACROSS query words the kernel takes the second minima along the cost
+    # rows, from it down a transposed copy: either way the plain loop's value, bit for bit
+    n, m = shape
+    rng = np.random.default_rng(n + 7 * m)
+    cost = rng.random((n, m)) + 0.2
+    a, b = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(m))
+    start = rng.standard_normal(n) * 0.1
+    exact = ot.emd2(a, b, cost)
+    for enough in (0.98 * exact, 2.0 * exact):
+        args = (bounds.ASCENT_STEPS, bounds.ASCENT_TRIAL, bounds.ASCENT_NEAR, bounds.ASCENT_TARGET)
+        got = bounds._ascent_kernel(cost, a, b, start, enough, *args)
+        assert got == plain_ascent(a, b, cost, start, enough, *args)
+        assert got <= exact + 1e-12

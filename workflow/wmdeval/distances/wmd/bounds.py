@@ -1761,6 +1761,13 @@ def _nearest_dual_kernel(  # pragma: no cover - compiled
     return _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near)
 
 
+#: Query words from which :func:`_dual_kernel` takes its second minima along a
+#: transposed copy of the costs: there both minima run along contiguous rows and
+#: vectorise (86 x 86 words, 8 potentials: 29 us a call against 38), where the copy
+#: costs more than it saves on a few words (5 x 120: 8.6 us against 4.5).
+DUAL_ACROSS = 16
+
+
 @_kernel
 def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near):  # pragma: no cover
     n, m = cost.shape
@@ -1768,6 +1775,13 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
     best_at = -1
     tried = 0
     g = np.empty(m)
+    across = n >= DUAL_ACROSS
+    h = np.empty(n)
+    costs_t = np.empty((m, n) if across else (0, 0))
+    if across:
+        for i in range(n):
+            for j in range(m):
+                costs_t[j, i] = cost[i, j]
     for p in order:
         f = potentials[p]
         g[:] = np.inf
@@ -1781,19 +1795,29 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
         total = 0.0
         for j in range(m):
             total += mass_c[j] * g[j]
-        for i in range(n):
-            l0 = l1 = l2 = l3 = np.inf
-            j = 0
-            while j + 4 <= m:
-                l0 = min(l0, cost[i, j] - g[j])
-                l1 = min(l1, cost[i, j + 1] - g[j + 1])
-                l2 = min(l2, cost[i, j + 2] - g[j + 2])
-                l3 = min(l3, cost[i, j + 3] - g[j + 3])
-                j += 4
-            while j < m:
-                l0 = min(l0, cost[i, j] - g[j])
-                j += 1
-            total += mass_q[i] * min(min(l0, l1), min(l2, l3))
+        if across:  # each h[i] the same minimum, taken down the columns instead
+            h[:] = np.inf
+            for j in range(m):
+                gj = g[j]
+                row = costs_t[j]
+                for i in range(n):
+                    h[i] = min(h[i], row[i] - gj)
+            for i in range(n):
+                total += mass_q[i] * h[i]
+        else:
+            for i in range(n):
+                l0 = l1 = l2 = l3 = np.inf
+                j = 0
+                while j + 4 <= m:
+                    l0 = min(l0, cost[i, j] - g[j])
+                    l1 = min(l1, cost[i, j + 1] - g[j + 1])
+                    l2 = min(l2, cost[i, j + 2] - g[j + 2])
+                    l3 = min(l3, cost[i, j + 3] - g[j + 3])
+                    j += 4
+                while j < m:
+                    l0 = min(l0, cost[i, j] - g[j])
+                    j += 1
+                total += mass_q[i] * min(min(l0, l1), min(l2, l3))
         if total > best:
             best = total
             best_at = p
@@ -1870,6 +1894,13 @@ def _ascent_kernel(
     for i in range(n):
         for j in range(m):
             top = max(top, cost[i, j])
+    across = n >= DUAL_ACROSS  # the second minima down a transposed copy, as _dual_kernel
+    h = np.empty(n)
+    costs_t = np.empty((m, n) if across else (0, 0))
+    if across:
+        for i in range(n):
+            for j in range(m):
+                costs_t[j, i] = cost[i, j]
     for step in range(steps):
         g[:] = np.inf
         for i in range(n):
@@ -1882,12 +1913,23 @@ def _ascent_kernel(
         total = 0.0
         for j in range(m):
             total += mass_c[j] * g[j]
-        for i in range(n):
-            low = np.inf
+        if across:
+            h[:] = np.inf
             for j in range(m):
-                low = min(low, cost[i, j] - g[j])
-            f[i] = low
-            total += mass_q[i] * low
+                gj = g[j]
+                row = costs_t[j]
+                for i in range(n):
+                    h[i] = min(h[i], row[i] - gj)
+            for i in range(n):
+                f[i] = h[i]
+                total += mass_q[i] * h[i]
+        else:
+            for i in range(n):
+                low = np.inf
+                for j in range(m):
+                    low = min(low, cost[i, j] - g[j])
+                f[i] = low
+                total += mass_q[i] * low
         if total > best:
             best = total
         if best > enough:
