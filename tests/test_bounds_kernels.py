@@ -421,28 +421,57 @@ def test_distinct_words_are_numpys_unique_with_inverse():
         assert rows.tolist() == want_rows.tolist() and at.tolist() == want_at.tolist()
 
 
-@pytest.mark.parametrize("shape", [(5, 40), (15, 9), (16, 16), (29, 31), (86, 86)])
-def test_the_dual_kernel_is_a_plain_loop_bit_for_bit(shape):
-    # both ways of the second minima (along the costs' rows below DUAL_ACROSS query words,
-    # down a transposed copy from it) give the plain loop's bound: the same minima, the
-    # same sums in the same order; it stops at the first potential past `enough`
-    n, m = shape
-    rng = np.random.default_rng(n * 1000 + m)
-    cost = rng.random((n, m)) + 0.5
-    mass_q, mass_c = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(m))
-    potentials = rng.random((6, n)) * 0.4
-    order = np.array([3, 0, 5, 1], dtype=np.int64)
-    want = []
-    for p in order.tolist():
+def plain_first_dual_bound(cost, mass_q, mass_c, potentials, order, enough, first, near):
+    """_dual_kernel by hand: each potential's dual bound (its sums in the kernel's order),
+    taken one at a time in ``order``; stops at the first past ``enough``, or after
+    ``first`` of them if the best is short of ``near`` x ``enough``."""
+    n, m = cost.shape
+    best, best_at = -np.inf, -1
+    for tried, p in enumerate(order.tolist(), start=1):
         g = [min(cost[i, j] - potentials[p, i] for i in range(n)) for j in range(m)]
         total = 0.0
         for j in range(m):
             total += mass_c[j] * g[j]
         for i in range(n):
             total += mass_q[i] * min(cost[i, j] - g[j] for j in range(m))
-        want.append(total)
-    best, _, best_at = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, np.inf, 8, 0.98)
-    assert best == max(want) and best_at == order[int(np.argmax(want))]
-    enough = (sorted(want)[-1] + sorted(want)[-2]) / 2  # passed by the best one alone
-    best, stop, _ = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, enough, 8, 0.98)
-    assert best == max(want) and stop == order[int(np.argmax(want))]
+        if total > best:
+            best, best_at = total, p
+        if best > enough:
+            return best, p, p
+        if tried == first and best < near * enough:
+            break
+    return best, -1, best_at
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (15, 9), (16, 16), (29, 31), (86, 86)])
+def test_the_dual_kernel_is_a_plain_loop_bit_for_bit(shape):
+    # both ways of the second minima (along the costs' rows below DUAL_ACROSS query words;
+    # from it down a transposed copy, the first potential alone and the rest in batches
+    # of DUAL_BATCH) give the plain loop's bound and potentials: the same minima, the
+    # same sums in the same order, the same stops
+    n, m = shape
+    rng = np.random.default_rng(n * 1000 + m)
+    cost = rng.random((n, m)) + 0.5
+    mass_q, mass_c = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(m))
+    potentials = rng.random((14, n)) * 0.4
+    order = rng.permutation(14).astype(np.int64)
+    values = [
+        plain_first_dual_bound(cost, mass_q, mass_c, potentials, order[t : t + 1], np.inf, 8, 0.98)[
+            0
+        ]
+        for t in range(14)
+    ]
+    ranked = sorted(values)
+    cases = [
+        np.inf,  # none is past it: the first 8, then a stop short of it
+        (ranked[-1] + ranked[-2]) / 2,  # the best one alone is past it
+        ranked[-1] * 1.001,  # none is past it, but the best is near: every potential
+        ranked[0] / 2,  # the first is past it
+    ]
+    for enough in cases:
+        for first in (1, 3, 8):
+            want = plain_first_dual_bound(
+                cost, mass_q, mass_c, potentials, order, enough, first, 0.98
+            )
+            got = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, 0.98)
+            assert got == want, (enough, first)

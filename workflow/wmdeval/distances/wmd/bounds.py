@@ -1766,6 +1766,9 @@ def _nearest_dual_kernel(  # pragma: no cover - compiled
 #: vectorise (86 x 86 words, 8 potentials: 29 us a call against 38), where the copy
 #: costs more than it saves on a few words (5 x 120: 8.6 us against 4.5).
 DUAL_ACROSS = 16
+#: Potentials whose dual bounds :func:`_dual_kernel` computes in one pass over the costs
+#: (from DUAL_ACROSS query words, after the first potential alone).
+DUAL_BATCH = 4
 
 
 @_kernel
@@ -1774,14 +1777,34 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
     best = -np.inf
     best_at = -1
     tried = 0
-    g = np.empty(m)
     across = n >= DUAL_ACROSS
-    h = np.empty(n)
-    costs_t = np.empty((m, n) if across else (0, 0))
     if across:
+        costs_t = np.empty((m, n))
         for i in range(n):
             for j in range(m):
                 costs_t[j, i] = cost[i, j]
+        totals = np.empty(DUAL_BATCH)
+        at = 0
+        while at < len(order):
+            # the first potential alone (it proves most of the candidates that are
+            # proven), then the rest a batch at a time; the batch's bounds are then taken
+            # in order, as one at a time would take them, so the result is the same
+            size = 1 if at == 0 else min(DUAL_BATCH, len(order) - at)
+            _dual_batch(cost, costs_t, mass_q, mass_c, potentials, order[at : at + size], totals)
+            for b in range(size):
+                p = order[at + b]
+                total = totals[b]
+                if total > best:
+                    best = total
+                    best_at = p
+                if best > enough:
+                    return best, p, p
+                tried += 1
+                if tried == first and best < near * enough:
+                    return best, -1, best_at
+            at += size
+        return best, -1, best_at
+    g = np.empty(m)
     for p in order:
         f = potentials[p]
         g[:] = np.inf
@@ -1795,29 +1818,19 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
         total = 0.0
         for j in range(m):
             total += mass_c[j] * g[j]
-        if across:  # each h[i] the same minimum, taken down the columns instead
-            h[:] = np.inf
-            for j in range(m):
-                gj = g[j]
-                row = costs_t[j]
-                for i in range(n):
-                    h[i] = min(h[i], row[i] - gj)
-            for i in range(n):
-                total += mass_q[i] * h[i]
-        else:
-            for i in range(n):
-                l0 = l1 = l2 = l3 = np.inf
-                j = 0
-                while j + 4 <= m:
-                    l0 = min(l0, cost[i, j] - g[j])
-                    l1 = min(l1, cost[i, j + 1] - g[j + 1])
-                    l2 = min(l2, cost[i, j + 2] - g[j + 2])
-                    l3 = min(l3, cost[i, j + 3] - g[j + 3])
-                    j += 4
-                while j < m:
-                    l0 = min(l0, cost[i, j] - g[j])
-                    j += 1
-                total += mass_q[i] * min(min(l0, l1), min(l2, l3))
+        for i in range(n):
+            l0 = l1 = l2 = l3 = np.inf
+            j = 0
+            while j + 4 <= m:
+                l0 = min(l0, cost[i, j] - g[j])
+                l1 = min(l1, cost[i, j + 1] - g[j + 1])
+                l2 = min(l2, cost[i, j + 2] - g[j + 2])
+                l3 = min(l3, cost[i, j + 3] - g[j + 3])
+                j += 4
+            while j < m:
+                l0 = min(l0, cost[i, j] - g[j])
+                j += 1
+            total += mass_q[i] * min(min(l0, l1), min(l2, l3))
         if total > best:
             best = total
             best_at = p
@@ -1827,6 +1840,41 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
         if tried == first and best < near * enough:
             break
     return best, -1, best_at
+
+
+@_kernel
+def _dual_batch(cost, costs_t, mass_q, mass_c, potentials, batch, totals):  # pragma: no cover
+    """totals[b] = the dual bound of potential batch[b] (:func:`dual_bound`'s sums in
+    its order), for a batch of them in one pass over each side of the costs: a row of
+    ``cost`` (a column, of ``costs_t``) is read once for the batch and stays in cache
+    while each of its potentials takes its minima along it."""
+    n, m = cost.shape
+    size = len(batch)
+    g = np.empty((size, m))
+    h = np.empty((size, n))
+    g[:] = np.inf
+    h[:] = np.inf
+    for i in range(n):
+        row = cost[i]
+        for b in range(size):
+            fi = potentials[batch[b], i]
+            gb = g[b]
+            for j in range(m):
+                gb[j] = min(gb[j], row[j] - fi)
+    for j in range(m):
+        row = costs_t[j]
+        for b in range(size):
+            gj = g[b, j]
+            hb = h[b]
+            for i in range(n):
+                hb[i] = min(hb[i], row[i] - gj)
+    for b in range(size):
+        total = 0.0
+        for j in range(m):
+            total += mass_c[j] * g[b, j]
+        for i in range(n):
+            total += mass_q[i] * h[b, i]
+        totals[b] = total
 
 
 #: :func:`dual_ascent`'s steps at most, and the share of ``enough`` its bound must reach
