@@ -1761,13 +1761,14 @@ def _nearest_dual_kernel(  # pragma: no cover - compiled
     return _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near)
 
 
-#: Query words from which :func:`_dual_kernel` takes its second minima along a
-#: transposed copy of the costs: there both minima run along contiguous rows and
-#: vectorise (86 x 86 words, 8 potentials: 29 us a call against 38), where the copy
-#: costs more than it saves on a few words (5 x 120: 8.6 us against 4.5).
+#: Query words from which :func:`_dual_kernel` (after a candidate's first potential)
+#: and :func:`dual_ascent` take their second minima down a transposed copy of the
+#: costs: there both minima run along contiguous rows and vectorise (86 x 86 words, 8
+#: potentials: 28 us a call against 38), where the copy costs more than it saves on a
+#: few words (5 x 120: 8.6 us against 4.5).
 DUAL_ACROSS = 16
-#: Potentials whose dual bounds :func:`_dual_kernel` computes in one pass over the costs
-#: (from DUAL_ACROSS query words, after the first potential alone).
+#: Potentials whose dual bounds :func:`_dual_kernel` computes in one pass over each side
+#: of the costs (from DUAL_ACROSS query words, after the first potential alone).
 DUAL_BATCH = 4
 
 
@@ -1777,69 +1778,72 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
     best = -np.inf
     best_at = -1
     tried = 0
-    across = n >= DUAL_ACROSS
-    if across:
-        costs_t = np.empty((m, n))
-        for i in range(n):
-            for j in range(m):
-                costs_t[j, i] = cost[i, j]
-        totals = np.empty(DUAL_BATCH)
-        at = 0
-        while at < len(order):
-            # the first potential alone (it proves most of the candidates that are
-            # proven), then the rest a batch at a time; the batch's bounds are then taken
-            # in order, as one at a time would take them, so the result is the same
-            size = 1 if at == 0 else min(DUAL_BATCH, len(order) - at)
-            _dual_batch(cost, costs_t, mass_q, mass_c, potentials, order[at : at + size], totals)
-            for b in range(size):
-                p = order[at + b]
-                total = totals[b]
-                if total > best:
-                    best = total
-                    best_at = p
-                if best > enough:
-                    return best, p, p
-                tried += 1
-                if tried == first and best < near * enough:
-                    return best, -1, best_at
-            at += size
-        return best, -1, best_at
     g = np.empty(m)
-    for p in order:
-        f = potentials[p]
-        g[:] = np.inf
-        # min() rather than a compare and store, and four running minima in the row
-        # minimum, so that both loops vectorise (1.6x on 150-word documents; a minimum
-        # is exact in any order, so the bound is the same)
-        for i in range(n):
-            fi = f[i]
-            for j in range(m):
-                g[j] = min(g[j], cost[i, j] - fi)
-        total = 0.0
-        for j in range(m):
-            total += mass_c[j] * g[j]
-        for i in range(n):
-            l0 = l1 = l2 = l3 = np.inf
-            j = 0
-            while j + 4 <= m:
-                l0 = min(l0, cost[i, j] - g[j])
-                l1 = min(l1, cost[i, j + 1] - g[j + 1])
-                l2 = min(l2, cost[i, j + 2] - g[j + 2])
-                l3 = min(l3, cost[i, j + 3] - g[j + 3])
-                j += 4
-            while j < m:
-                l0 = min(l0, cost[i, j] - g[j])
-                j += 1
-            total += mass_q[i] * min(min(l0, l1), min(l2, l3))
-        if total > best:
-            best = total
-            best_at = p
-        if best > enough:
-            return best, p, p
-        tried += 1
-        if tried == first and best < near * enough:
-            break
+    totals = np.empty(DUAL_BATCH)
+    costs_t = np.empty((0, 0))
+    at = 0
+    while at < len(order):
+        # the first potential alone, along the rows of the costs (it proves most of the
+        # candidates that are proven, and a transposed copy costs about one potential's
+        # bound); from DUAL_ACROSS query words the rest DUAL_BATCH at a time, down the
+        # copy. Each batch's bounds are then taken in order, as one at a time would take
+        # them, and each is the same value either way, so the result is the same
+        if at == 0 or n < DUAL_ACROSS:
+            size = 1
+            totals[0] = _dual_one(cost, mass_q, mass_c, potentials[order[at]], g)
+        else:
+            if costs_t.shape[0] == 0:
+                costs_t = np.empty((m, n))
+                for i in range(n):
+                    for j in range(m):
+                        costs_t[j, i] = cost[i, j]
+            size = min(DUAL_BATCH, len(order) - at)
+            _dual_batch(cost, costs_t, mass_q, mass_c, potentials, order[at : at + size], totals)
+        for b in range(size):
+            p = order[at + b]
+            total = totals[b]
+            if total > best:
+                best = total
+                best_at = p
+            if best > enough:
+                return best, p, p
+            tried += 1
+            if tried == first and best < near * enough:
+                return best, -1, best_at
+        at += size
     return best, -1, best_at
+
+
+@_kernel
+def _dual_one(cost, mass_q, mass_c, f, g):  # pragma: no cover - compiled
+    """The dual bound of one potential ``f`` (:func:`dual_bound`'s sums in its order),
+    along the rows of ``cost``; ``g``: scratch of its columns."""
+    n, m = cost.shape
+    g[:] = np.inf
+    # min() rather than a compare and store, and four running minima in the row
+    # minimum, so that both loops vectorise (1.6x on 150-word documents; a minimum
+    # is exact in any order, so the bound is the same)
+    for i in range(n):
+        fi = f[i]
+        for j in range(m):
+            g[j] = min(g[j], cost[i, j] - fi)
+    total = 0.0
+    for j in range(m):
+        total += mass_c[j] * g[j]
+    for i in range(n):
+        l0 = l1 = l2 = l3 = np.inf
+        j = 0
+        while j + 4 <= m:
+            l0 = min(l0, cost[i, j] - g[j])
+            l1 = min(l1, cost[i, j + 1] - g[j + 1])
+            l2 = min(l2, cost[i, j + 2] - g[j + 2])
+            l3 = min(l3, cost[i, j + 3] - g[j + 3])
+            j += 4
+        while j < m:
+            l0 = min(l0, cost[i, j] - g[j])
+            j += 1
+        total += mass_q[i] * min(min(l0, l1), min(l2, l3))
+    return total
 
 
 @_kernel
