@@ -247,9 +247,12 @@ def test_nearest_words_back_and_other_are_the_plain_minima(monkeypatch, max_entr
     back = [[0, 3], [], [1, 2, 4, 5], [5]]
     indptr = np.cumsum([0] + [len(b) for b in back])
     indices = np.array([p for b in back for p in b], dtype=np.int64)
-    near, toward, rows, other = bounds._nearest_words(inputs, words, flat, starts, indptr, indices)
+    near, toward, rows, at, other = bounds._nearest_words(
+        inputs, words, flat, starts, indptr, indices
+    )
     np.testing.assert_array_equal(near.T, bounds._nearest_word(inputs, words, flat, starts))
     np.testing.assert_array_equal(rows, np.unique(flat))
+    np.testing.assert_array_equal(rows[at], flat)  # each entry's row of the block
 
     def cost(v, w):
         return 0.0 if v == w else float(np.linalg.norm(inputs.vectors[v] - inputs.vectors[w]))

@@ -136,7 +136,9 @@ class WordCosts:
     def __init__(self, inputs: WmdInputs, query: int):
         self.inputs = inputs
         self.words = np.asarray(inputs.indices[query], dtype=np.int64)
-        self.slot = np.full(len(inputs.vectors), -1, dtype=np.int64)  # a word's row
+        # a word's row of `table` (-1: none), made on the first matrix asked for (a
+        # query its floors settle, or in a few dimensions, asks for none)
+        self.slot: np.ndarray | None = None
         # row s: the costs from the s-th word computed to each of the query's words
         self.table = np.empty((0, len(self.words)))
         self.count = 0
@@ -146,6 +148,8 @@ class WordCosts:
         words = np.asarray(words, dtype=np.int64)
         out = np.empty((len(self.words), len(words)))
         inputs = self.inputs
+        if self.slot is None:
+            self.slot = np.full(len(inputs.vectors), -1, dtype=np.int64)
         while True:
             # one kernel call: the missing words' costs into the table, then the gather
             # (in numpy, its dozen calls took most of a 29-word matrix's time)
@@ -361,7 +365,7 @@ def _nearest_words(
     processes: int = 1,
     block: bool = False,
     other_groups: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearest-word tables of :class:`LowerBounds`, from one distance block.
 
     ``words``: sorted distinct vocabulary rows; ``flat`` / ``starts``: groups of
@@ -378,6 +382,8 @@ def _nearest_words(
       :func:`_back_minimum` writes (its transposed copy and the copy's scatter took
       about 6 s of a 41 s set-up for 7,000 review queries at 300 dimensions);
     - ``rows``, the distinct rows of ``flat``, int64;
+    - ``at``, each entry of ``flat``'s position in ``rows``, int64 (the block's column
+      of the entry);
     - float64 [len(flat)]: per entry of ``flat`` whose word is one of ``words``, the
       distance to the nearest other word of its group (inf in a one-word group; from the
       float32 table, like the others); NaN for the other entries, and for every entry
@@ -439,7 +445,7 @@ def _nearest_words(
         other_groups=other_groups,
     )
     if not len(build.starts) or not len(build.words):
-        return build.out, build.toward, build.rows, build.other
+        return build.out, build.toward, build.rows, build.at, build.other
     chunks = [w0 for k, w0 in enumerate(range(0, len(build.words), build.step)) if not k % every]
     started = time.thread_time()
     if processes > 1 and len(chunks) > 1 and FORK:
@@ -468,7 +474,7 @@ def _nearest_words(
         timing["back_pairs_done"] = back_pairs
         timing["back_pairs"] = len(build.back_indices)
         timing["worker_seconds"] = worker
-    return build.out, build.toward, build.rows, build.other
+    return build.out, build.toward, build.rows, build.at, build.other
 
 
 def _shared_array(shape: tuple[int, ...], dtype, fill: float | None = None) -> np.ndarray:
@@ -914,7 +920,7 @@ class LowerBounds:
         if len(self.filled) and len(self.vocabulary):
             flat = weights.indices.astype(np.int64)
             # every document a group (an empty one's nearest word is inf: set to 0)
-            near, toward, rows, other = _nearest_words(
+            near, toward, rows, at, other = _nearest_words(
                 inputs,
                 self.vocabulary,
                 flat,
@@ -930,7 +936,7 @@ class LowerBounds:
                 self.queries if block else None,
             )
             if block:
-                self._block, self._block_rows = near, _distinct(flat, len(inputs.vectors))[1]
+                self._block, self._block_rows = near, at
                 self._block_words = rows
                 self._to_documents = None
                 self._second_whole = not overlap
@@ -1793,10 +1799,7 @@ def _dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, near): 
             totals[0] = _dual_one(cost, mass_q, mass_c, potentials[order[at]], g)
         else:
             if costs_t.shape[0] == 0:
-                costs_t = np.empty((m, n))
-                for i in range(n):
-                    for j in range(m):
-                        costs_t[j, i] = cost[i, j]
+                costs_t = np.ascontiguousarray(cost.T)
             size = min(DUAL_BATCH, len(order) - at)
             _dual_batch(cost, costs_t, mass_q, mass_c, potentials, order[at : at + size], totals)
         for b in range(size):
@@ -1948,11 +1951,7 @@ def _ascent_kernel(
             top = max(top, cost[i, j])
     across = n >= DUAL_ACROSS  # the second minima down a transposed copy, as _dual_kernel
     h = np.empty(n)
-    costs_t = np.empty((m, n) if across else (0, 0))
-    if across:
-        for i in range(n):
-            for j in range(m):
-                costs_t[j, i] = cost[i, j]
+    costs_t = np.ascontiguousarray(cost.T) if across else np.empty((0, 0))
     for step in range(steps):
         g[:] = np.inf
         for i in range(n):
