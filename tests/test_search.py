@@ -862,8 +862,15 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
     # bits of rows(): WCD and OMR included, any candidates in any order, and the lower
     # part is a lower bound of every entry; empty documents NaN in both. With the
     # distance block kept (`block`), the full values are taken from it, and rows() from
-    # the table built from it when first read: the bits of the table built by the set-up
-    for weighting, (docs, emb) in (("bow", clustered(150, seed=7)), ("tfidf", awkward_labelled())):
+    # the table built from it when first read: the bits of the table built by the set-up.
+    # The centroid bound decides some entries here (full_values then reads its rows),
+    # not most; under WRD's cosine cost too
+    corpora = (
+        ("bow", clustered(150, seed=7)),
+        ("tfidf", awkward_labelled()),
+        ("wrd", clustered(120, seed=8)),
+    )
+    for weighting, (docs, emb) in corpora:
         inputs = solver.prepare(docs, emb, weighting)
         n = inputs.n
         queries = np.arange(0, n, 3)
@@ -871,10 +878,10 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
         table = bounds.LowerBounds(inputs, queries, block=False)
         every = table.rows(np.arange(len(queries)))
         at = np.arange(len(queries))
-        backward, centroid, cheap = lower.cheap_rows(at)
+        cheap = lower.cheap_rows(at)
         rng = np.random.default_rng(0)
         for a in at.tolist():
-            row = bounds.LazyRow(lower, a, backward[a], centroid[a], cheap[a])
+            row = bounds.LazyRow(lower, a, cheap[a])
             chosen = rng.permutation(n)[: n // 2]
             got = row.values(chosen)
             assert got.tobytes() == every[a, chosen].tobytes()
@@ -886,11 +893,51 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
             assert (cheap[a][defined] <= every[a][defined]).all()
         # the lower part is a weaker bound (else nothing would be left to skip)
         assert (cheap < every).sum() > 0.1 * np.isfinite(every).sum()
+        computed = len(at) * (n + n // 2)
+        assert 0 < lower.centroid_checks < computed // 2, weighting
         assert lower.block == block and (lower._to_documents is None) == block
         assert lower.to_documents.tobytes() == table.to_documents.tobytes()
         assert lower.rows(at).tobytes() == every.tobytes()
         assert lower.to_queries.tobytes() == table.to_queries.tobytes()
         assert np.array_equal(lower.second, table.second, equal_nan=True)
+
+
+@pytest.mark.parametrize("ground_cost", ["euclidean", "cosine"])
+def test_centroid_below_never_claims_a_bound_that_is_not_below(ground_cost):
+    # bounds._centroid_below: where it says a centroid bound is below a ceiling, the
+    # bound the BLAS product gives (stable_products, as _centroid_rows computes it) is;
+    # ceilings at the bound itself, one unit in the last place either side, and a part
+    # per million above; it says so for the last of these where the centroids are not
+    # nearly equal (its slack is far below their distances), and never for a NaN
+    # (empty) centroid
+    rng = np.random.default_rng(3)
+    for dim, scale in ((5, 1.0), (300, 0.05), (300, 30.0)):
+        means = rng.standard_normal((400, dim)) * scale
+        means[:200] = means[0] + 1e-9 * rng.standard_normal((200, dim))  # near, equal
+        means[7] = np.nan
+        if ground_cost == "cosine":
+            means /= np.linalg.norm(means, axis=1, keepdims=True)
+        sq = np.einsum("ij,ij->i", means, means)
+        padded = bounds.padded_rows(means)
+        for q in (0, 3, 250):
+            products = bounds.stable_products(means[[q]], padded, len(means))
+            exact = bounds.centroid_bound(ground_cost, products, sq[[q]], sq)[0]
+            candidates = np.arange(len(means), dtype=np.int64)
+            for ceiling in (
+                exact,
+                np.nextafter(exact, np.inf),
+                np.nextafter(exact, -np.inf),
+                exact * (1 + 1e-6) + 1e-6,
+            ):
+                below = np.empty(len(means), dtype=bool)
+                bounds._centroid_below(
+                    means, sq, q, candidates, ceiling, ground_cost == "cosine", below
+                )
+                assert (exact[below] < ceiling[below]).all()
+                assert not below[7] and (not below.any() if q == 7 else True)
+            apart = np.isfinite(exact)
+            apart[:200] = apart[q] = False
+            assert below[apart].all()
 
 
 def test_the_distance_block_is_kept_where_it_is_no_larger_than_the_table():

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
+import os
 import signal
+import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -292,6 +294,43 @@ def _euclidean_in_place(d, sq_a, sq_b):  # pragma: no cover - compiled
             if v < 0.0:
                 v = 0.0
             row[j] = np.sqrt(v)
+
+
+#: The slack :func:`_centroid_below` allows the squared distance, in units of 2**-53 per
+#: dimension (and a few more), times the scale of its terms (|a| |b| + |a|^2 + |b|^2 +
+#: 2 |a.b|): any float64 sum of d products, in any order, with or without fused
+#: multiply-adds, is within about d * 2**-53 * |a| |b| of the exact a.b (Cauchy-Schwarz),
+#: so BLAS's and the kernel's differ by twice that, 4 d units in -2 a.b, and each side's
+#: two additions round by a unit of their terms or two.
+CENTROID_SLACK = 4
+
+
+@_kernel
+def _centroid_below(means, sq_means, q, candidates, ceiling, cosine, out):  # pragma: no cover
+    """out[j] = whether the centroid bound of documents q and candidates[j]
+    (:func:`centroid_bound` of the product of their centroids, as
+    :meth:`LowerBounds._centroid_rows` computes it, in a BLAS product) is surely below
+    ceiling[j]: its value from a product summed here, its squared distance raised by
+    more than any two such products can differ (CENTROID_SLACK), is. False wherever
+    either is NaN."""
+    a = means[q]
+    sq_a = sq_means[q]
+    norm_a = np.sqrt(sq_a)
+    slack = (CENTROID_SLACK * len(a) + 32) * 2.0**-53
+    for j in range(len(candidates)):
+        c = candidates[j]
+        b = means[c]
+        product = 0.0
+        for k in range(len(a)):
+            product += a[k] * b[k]
+        sq_b = sq_means[c]
+        scale = norm_a * np.sqrt(sq_b) + sq_a + sq_b + 2.0 * abs(product)
+        squared = sq_a + sq_b - 2.0 * product + slack * scale
+        if cosine:
+            most = max(0.5 * squared, 0.0)
+        else:
+            most = np.sqrt(max(squared, 0.0))
+        out[j] = most * (1.0 + 1e-12) < ceiling[j]
 
 
 #: Rows of every matrix product whose bits a search's bounds depend on, and the width the
@@ -550,6 +589,10 @@ class _NearestWords:
         # in forked processes: one lock per part of rows, held while lowering its entries
         # of the second table (two chunks may lower the same entry)
         self.locks: list | None = None
+        # the chunks' distances (_chunk_costs), and the process that made it: a forked
+        # process makes its own rather than write to its parent's, page by page
+        self._buffer: np.ndarray | None = None
+        self._buffer_pid = 0
 
     def chunk(self, w0: int, pool: Executor | None) -> tuple[float, float, float, int]:
         """Compute the chunk of ``words`` from ``w0`` (``pool``'s threads sharing its
@@ -570,7 +613,7 @@ class _NearestWords:
         right = inputs.vectors[padded].T
         chunk_sq = inputs.sq_norms[chunk]
         # word_costs' arithmetic and the cast to float32 in one pass over the products
-        d32 = np.empty((len(rows), len(chunk)), dtype=np.float32)
+        d32 = self._chunk_costs(len(chunk))
 
         def costs(part):
             products = (vectors[part] @ right)[:, : d32.shape[1]]
@@ -612,6 +655,16 @@ class _NearestWords:
         back0 = time.thread_time()
         spent = _share(pool, back, self.row_parts)
         return worker + spent, time.thread_time() - back0, spent, int(inside.sum())
+
+    def _chunk_costs(self, width: int) -> np.ndarray:
+        """A chunk's distances, float32 [rows, ``width``], contiguous: a view of one
+        buffer per process, made by its first chunk (a chunk's own array, 65 MB at
+        85,635 passages, came from the system each time, and every page of it faulted in
+        again: about as long as transposing it into the block)."""
+        if self._buffer is None or self._buffer_pid != os.getpid():
+            self._buffer = np.empty(len(self.rows) * self.step, dtype=np.float32)
+            self._buffer_pid = os.getpid()
+        return self._buffer[: len(self.rows) * width].reshape(len(self.rows), width)
 
     def back_from_block(self, chunks: list[int]) -> int:
         """With the block: the second table, each row's minimum over each back group's
@@ -871,6 +924,10 @@ class LowerBounds:
     ):
         # _every > 1: a partial build, see setup_seconds_estimate
         self.timing: dict = {}
+        # thread -> the scratch arrays of full_values (_scratch)
+        self._scratches: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # full_values' entries whose centroid bound came from _centroid_rows
+        self.centroid_checks = 0
         # (block, its centroid bound rows): see _centroid_rows
         self._centroids: tuple[int, np.ndarray] | None = None
         self.inputs = inputs
@@ -1040,35 +1097,40 @@ class LowerBounds:
         bound = self._undefined(bound, rows)
         return bound if relaxed is None else (bound, relaxed)
 
-    def cheap_rows(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The parts of :meth:`rows` whose cost per query does not grow with the
-        documents' words times the query's: (backward, centroid, cheap), float64
-        [len(at), n] each. ``backward``: the c -> query relaxation without OMR (one
-        sparse product over the corpus, from the [vocabulary x queries] table);
-        ``centroid``: :meth:`_centroid_rows`; ``cheap``: their fmax, NaN where either
-        document is empty, a lower bound of :meth:`rows`' value in every entry (OMR only
-        adds non-negative terms, and a float64 sum with a non-negative term is never
-        below the sum without it). :meth:`full_values` then gives :meth:`rows`' value
-        of chosen entries, the same bits (:class:`LazyRow`)."""
+    def cheap_rows(self, at: np.ndarray) -> np.ndarray:
+        """The part of :meth:`rows` whose cost per query does not grow with the documents'
+        words times the query's, float64 [len(at), n]: the c -> query relaxation without
+        OMR (one sparse product over the corpus, from the [vocabulary x queries] table),
+        NaN where either document is empty. A lower bound of :meth:`rows`' value in every
+        entry: OMR only adds non-negative terms (a float64 sum with a non-negative term
+        is never below the sum without it), the forward side and the centroid bound only
+        raise it. :meth:`full_values` then gives :meth:`rows`' value of chosen entries
+        from it, the same bits (:class:`LazyRow`).
+
+        The centroid bound is left out: on the 85,635 passages it is below where a
+        search stops for 99 % of the candidates, and its rows (a product over every
+        document's centroid) took about a quarter of these rows' time; full_values
+        computes it only where it may decide the bound."""
         if self.postings is None:
             raise ValueError("LowerBounds built with overlap=False has no OMR tables")
         at = np.asarray(at, dtype=np.int64)
         # the same product of the same block as rows(): its columns are independent
         backward = np.asarray(self.weights @ self.to_queries[:, at].astype(np.float64)).T
-        centroid = self._centroid_rows(at)
-        cheap = self._undefined(np.fmax(backward, centroid), self.queries[at])
-        return backward, centroid, cheap
+        return self._undefined(backward, self.queries[at])
 
-    def full_values(
-        self, at: int, candidates: np.ndarray, backward: np.ndarray, centroid: np.ndarray
-    ) -> np.ndarray:
+    def full_values(self, at: int, candidates: np.ndarray, cheap: np.ndarray) -> np.ndarray:
         """``rows([at])[0][candidates]`` (WCD and OMR included), computed for
-        ``candidates`` alone from query ``self.queries[at]``'s ``backward`` and
-        ``centroid`` rows (:meth:`cheap_rows`): the same float64 operations in the same
-        order per entry as :meth:`rows` (its forward sum over the query's words in CSR
-        order, :func:`_overlap_sums`' terms in the order of the query's words, each
-        added to its side after), so the same bits. Its cost is the candidates' words
-        times the query's, not the corpus's."""
+        ``candidates`` alone from query ``self.queries[at]``'s row of :meth:`cheap_rows`,
+        ``cheap`` (its backward side; NaN only where the value is NaN too): the same
+        float64 operations in the same order per entry as :meth:`rows` (its forward sum
+        over the query's words in CSR order, :func:`_overlap_sums`' terms in the order of
+        the query's words, each added to its side after), so the same bits. Its cost is
+        the candidates' words times the query's, not the corpus's.
+
+        The centroid bound raises the relaxation only where it is above it: where
+        :func:`_centroid_below` proves it is not, the value is the relaxation's, as
+        ``np.fmax`` gives it; the rest take it from the query's row of
+        :meth:`_centroid_rows` (its block of queries' product, kept)."""
         q = int(self.queries[at])
         candidates = np.asarray(candidates, dtype=np.int64)
         local, weights = self.local, self.weights
@@ -1076,6 +1138,7 @@ class LowerBounds:
         forward = np.zeros(len(candidates))
         more_forward = np.zeros(len(candidates))
         more_backward = np.zeros(len(candidates))
+        entry, slot = self._scratch()
         if self._to_documents is None:
             _forward_columns(
                 local.indices[lo:hi],
@@ -1084,6 +1147,7 @@ class LowerBounds:
                 self._block_rows,
                 weights.indptr,
                 candidates,
+                slot,
                 forward,
             )
         else:
@@ -1098,7 +1162,7 @@ class LowerBounds:
             weights.data,
             self._second,
             candidates,
-            np.full(weights.shape[1], -1, dtype=np.int64),
+            entry,
             more_forward,
             more_backward,
             local.indices[lo:hi],
@@ -1106,12 +1170,43 @@ class LowerBounds:
             self._block_rows,
         )
         forward += more_forward
-        back = backward[candidates] + more_backward
-        bound = np.fmax(np.maximum(forward, back), centroid[candidates])
+        back = cheap[candidates] + more_backward
+        bound = np.maximum(forward, back)
+        below = np.empty(len(candidates), dtype=bool)
+        _centroid_below(
+            self.means,
+            self.sq_means,
+            q,
+            candidates,
+            bound,
+            self.inputs.ground_cost == "cosine",
+            below,
+        )
+        rest = np.flatnonzero(~below)
+        if len(rest):
+            centroid = self._centroid_rows(np.array([at], dtype=np.int64))[0]
+            bound[rest] = np.fmax(bound[rest], centroid[candidates[rest]])
+        self.centroid_checks += len(rest)
         bound[self.inputs.empty[candidates]] = np.nan
         if self.inputs.empty[q]:
             bound[:] = np.nan
         return bound
+
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
+        """The calling thread's scratch arrays of :meth:`full_values`' kernels, -1 per
+        vocabulary word and per block row, which the kernels leave so: made once (two
+        fresh ones per call cost about 60 us at 85,635 passages, and a query's streams
+        make several calls)."""
+        thread = threading.get_ident()
+        scratch = self._scratches.get(thread)
+        if scratch is None:
+            rows = self._block.shape[1] if self._block is not None else 0
+            scratch = (
+                np.full(self.weights.shape[1], -1, dtype=np.int64),
+                np.full(rows, -1, dtype=np.int64),
+            )
+            self._scratches[thread] = scratch
+        return scratch
 
     def _centroid_rows(self, at: np.ndarray) -> np.ndarray:
         """The centroid bound (:func:`centroid_bound`) from queries ``self.queries[at]`` to
@@ -1227,7 +1322,7 @@ def _weighted_columns(indices, data, table, columns, out):  # pragma: no cover -
 
 
 @_kernel
-def _forward_columns(words, data, block, at, indptr, columns, out):  # pragma: no cover
+def _forward_columns(words, data, block, at, indptr, columns, slot, out):  # pragma: no cover
     """:func:`_weighted_columns` over the table :func:`_group_minimum` would write, from
     the distance block it would read (``block``: transposed, [words x rows]; ``at``:
     each CSR entry's row): out[j] += data[e] * (the minimum of block[words[e], at[f]]
@@ -1240,11 +1335,11 @@ def _forward_columns(words, data, block, at, indptr, columns, out):  # pragma: n
     per distinct document word, a column per query word, a query word's row of the
     block at a time; each candidate's minima then read a short contiguous row per
     word it holds. Read from the block directly, every term was a scattered read
-    (85,635 passages: 15.5 ms a query, this 5.7)."""
+    (85,635 passages: 15.5 ms a query, this 5.7). ``slot``: -1 per block row (scratch,
+    left so)."""
     count = 0
     for j in range(len(columns)):
         count += indptr[columns[j] + 1] - indptr[columns[j]]
-    slot = np.full(block.shape[1], -1, dtype=np.int64)  # a block row's row of `near`
     taken = np.empty(count, dtype=np.int64)  # the block rows, in order of first need
     entry_slot = np.empty(count, dtype=np.int64)
     starts = np.zeros(len(columns) + 1, dtype=np.int64)
@@ -1281,6 +1376,8 @@ def _forward_columns(words, data, block, at, indptr, columns, out):  # pragma: n
         for e in range(width):
             acc += data[e] * low[e]
         out[j] = acc
+    for i in range(distinct):
+        slot[taken[i]] = -1
 
 
 #: Rows and columns of the tiles :func:`_transpose_into` copies at a time.
@@ -1364,8 +1461,6 @@ class LazyRow:
     __slots__ = (
         "lower",
         "at",
-        "backward",
-        "centroid",
         "cheap",
         "full",
         "done",
@@ -1373,9 +1468,8 @@ class LazyRow:
         "computed",
     )
 
-    def __init__(self, lower: LowerBounds, at: int, backward, centroid, cheap):
-        self.lower, self.at = lower, at
-        self.backward, self.centroid, self.cheap = backward, centroid, cheap
+    def __init__(self, lower: LowerBounds, at: int, cheap: np.ndarray):
+        self.lower, self.at, self.cheap = lower, at, cheap
         self.full = np.full(len(cheap), np.nan)
         self.done = np.zeros(len(cheap), dtype=bool)
         self.seconds = 0.0
@@ -1386,9 +1480,7 @@ class LazyRow:
         missing = candidates[~self.done[candidates]]
         if len(missing):
             t0 = time.thread_time()
-            self.full[missing] = self.lower.full_values(
-                self.at, missing, self.backward, self.centroid
-            )
+            self.full[missing] = self.lower.full_values(self.at, missing, self.cheap)
             self.done[missing] = True
             self.computed += len(missing)
             self.seconds += time.thread_time() - t0

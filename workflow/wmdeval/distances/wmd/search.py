@@ -134,9 +134,10 @@ STREAM_GROWTH = 2
 
 #: Whether a query's cheap bound is computed lazily (:class:`_LazyStream`): for every
 #: candidate only its part that costs the same per candidate whatever the query's words
-#: (the backward relaxation and the centroid bound), the rest (the forward relaxation,
-#: the overlap correction) only for the candidates whose part is not already beyond the
-#: visit's stop. The same order of visits and the same bits (tested against False).
+#: (the backward relaxation), the rest (the forward relaxation, the overlap correction,
+#: the centroid bound where it may decide) only for the candidates whose part is not
+#: already beyond the visit's stop. The same order of visits and the same bits (tested
+#: against False).
 LAZY_BOUNDS = True
 
 #: Potentials (from a query's first exact solves) its dual bounds use.
@@ -812,10 +813,9 @@ class _Search:
             at = np.searchsorted(self.bounded, block[wanted])
             if self.lazy:
                 # the lower parts now, each query's cheap bounds as its visits reach them
-                parts = self.lower.cheap_rows(at)
+                cheap = self.lower.cheap_rows(at)
                 got = [
-                    LazyRow(self.lower, a, *rows)
-                    for a, *rows in zip(at.tolist(), *parts, strict=True)
+                    LazyRow(self.lower, a, row) for a, row in zip(at.tolist(), cheap, strict=True)
                 ]
             else:
                 got = self.lower.rows(at, plain=self.relaxed)
