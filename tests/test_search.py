@@ -789,7 +789,7 @@ def test_cheap_bounds_do_not_depend_on_the_calls_that_ask_for_them():
         assert np.array_equal(lower.rows(at, omr=False), every_plain[at], equal_nan=True)
 
 
-@pytest.mark.parametrize("size", [1, 255, 256, 257, 1000, 5000])
+@pytest.mark.parametrize("size", [1, 255, 1023, 1024, 1025, 1300, 5000])
 def test_stream_is_the_stable_order_of_the_cheap_bounds(size):
     # a list's candidates sorted a part at a time (search._Stream) come out as one stable
     # argsort of their bounds orders them: by bound, ties by position, NaN last
@@ -823,7 +823,7 @@ class _ListedRow:
         return self.full[candidates]
 
 
-@pytest.mark.parametrize("size", [1, 255, 256, 257, 1000, 5000])
+@pytest.mark.parametrize("size", [1, 255, 1023, 1024, 1025, 1300, 5000])
 def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     # search._LazyStream lists a list's candidates in the order of search._Stream over
     # their cheap bounds, computing a cheap bound only once its lower part is below the
@@ -849,7 +849,7 @@ def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     assert stream.order == candidates[want].tolist()
     assert np.array_equal(np.array(stream.loose), values[want], equal_nan=True)
     assert sorted(row.asked) == candidates.tolist()  # each once
-    if size >= 1000:  # its first entries compute a first part, not the list
+    if size >= 4 * search.STREAM_PART:  # its first entries compute a first part, not the list
         head = _ListedRow(cheap, full)
         first = search._LazyStream(candidates, head)
         assert first.has(20) and first.order[:21] == candidates[want[:21]].tolist()
