@@ -704,14 +704,15 @@ class _Visit:
         (then position), the stream's candidates in ``used`` skipped; None when none is
         left. The heap's bounds are tight, the stream's lower bounds of their tight ones."""
         stream, at = self.stream, self.at
-        while stream.has(at) and stream.order[at] in used:
+        order = stream.order
+        # (`at < len(order)` first: has() sorts a part only past what is sorted)
+        while (at < len(order) or stream.has(at)) and order[at] in used:
             at += 1  # already among `best` if it belongs there
         self.at = at
         waiting = self.waiting
-        if not stream.has(at):
+        if at >= len(order) and not stream.has(at):
             return (*waiting[0], True) if waiting else None
-        stream = stream.order
-        head = (self.stream.loose[at], stream[at])
+        head = (stream.loose[at], order[at])
         if waiting and waiting[0] <= head:
             return (*waiting[0], True)
         return (*head, False)
