@@ -919,7 +919,7 @@ def test_centroid_below_never_claims_a_bound_that_is_not_below(ground_cost):
             means /= np.linalg.norm(means, axis=1, keepdims=True)
         sq = np.einsum("ij,ij->i", means, means)
         padded = bounds.padded_rows(means)
-        for q in (0, 3, 250):
+        for q in (0, 3, 7, 250):  # 7: an empty query
             products = bounds.stable_products(means[[q]], padded, len(means))
             exact = bounds.centroid_bound(ground_cost, products, sq[[q]], sq)[0]
             candidates = np.arange(len(means), dtype=np.int64)
