@@ -318,6 +318,52 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
     assert built["sliced"] == built["unsliced"]
     assert built["pool"] == built["unsliced"]
     assert built["processes"] == built["unsliced"]
+    # with the distance block kept, written by its chunks' slices of rows straight into
+    # their place (_costs32_into, several slices and chunks here): the same bits on
+    # one thread, on a pool, on the threads that replace processes, and in forked
+    # processes (a pool given too); the other tables the bits of the table's build,
+    # the nearest other words for the query groups alone
+    blocks = {}
+    monkeypatch.setattr(bounds, "SLICE_ROWS", 64)
+    monkeypatch.setattr(bounds, "SLICE_GROUPS", 7)
+    for name, threads, processes in [
+        ("one", 0, 1),
+        ("pool", 3, 1),
+        ("threads", 0, 3),
+        ("processes", 2, 3),
+    ]:
+        timing = {}
+        with ThreadPoolExecutor(max(threads, 1)) as pool:
+            got = bounds._nearest_words(
+                inputs,
+                words,
+                flat,
+                starts,
+                indptr,
+                indices,
+                timing=timing,
+                pool=pool if threads else None,
+                processes=processes,
+                block=True,
+                other_groups=queries,
+            )
+        blocks[name] = [np.asarray(table).tobytes() for table in got]
+        assert timing["worker_processes"] == (name == "processes")
+        assert timing["chunks_done"] == timing["chunks"] > 1
+    assert blocks["pool"] == blocks["threads"] == blocks["processes"] == blocks["one"]
+    block, toward, rows, at, other = got
+    assert len(rows) > 64  # several slices of rows
+    table = bounds._nearest_words(inputs, words, flat, starts, indptr, indices)
+    assert toward.tobytes() == table[1].tobytes()
+    ends = np.append(starts[1:], len(flat))
+    mine = np.concatenate([np.arange(starts[g], ends[g]) for g in queries])
+    assert np.array_equal(other[mine], table[4][mine], equal_nan=True)
+    assert np.isnan(np.delete(other, mine)).all()
+    for w in (0, 70, len(words) - 1):  # the block's distances, as the table's minima
+        entries = np.arange(len(flat))
+        for g in (0, 5, len(starts) - 1):
+            in_group = entries[starts[g] : ends[g]]
+            assert table[0][w, g] == block[w, at[in_group]].min()
 
 
 @pytest.mark.parametrize("weighting", ["bow", "wrd"])
@@ -355,6 +401,27 @@ def test_costs32_is_word_costs_cast(cosine):
     bounds._costs32(a @ b.T, sq_a, sq_b, cosine, out)
     want = solver.word_costs("cosine" if cosine else "euclidean", a @ b.T, sq_a, sq_b)
     np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+def test_costs32_into_writes_the_costs32_values_transposed_into_the_block(cosine):
+    # the set-up's fused kernel with the distance block: _costs32's values, bit for bit,
+    # at block[w0 + j, r0 + i], over several tiles and partial ones; nothing else written
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(70, 6)), rng.normal(size=(37, 6))
+    if cosine:
+        a /= np.linalg.norm(a, axis=1)[:, None]
+        b /= np.linalg.norm(b, axis=1)[:, None]
+    b[3] = a[5]
+    sq_a, sq_b = (a * a).sum(axis=1), (b * b).sum(axis=1)
+    products = a @ b.T
+    want = np.empty((70, 37), dtype=np.float32)
+    bounds._costs32(products, sq_a, sq_b, cosine, want)
+    block = np.full((50, 100), -1.0, dtype=np.float32)
+    bounds._costs32_into(products, sq_a, sq_b, cosine, block, 9, 20)
+    assert block[9:46, 20:90].tobytes() == np.ascontiguousarray(want.T).tobytes()
+    block[9:46, 20:90] = -1.0
+    assert (block == -1.0).all()
 
 
 def test_centroid_bound_euclidean_is_solvers_distances_bit_for_bit():

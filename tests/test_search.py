@@ -942,14 +942,16 @@ def test_centroid_below_never_claims_a_bound_that_is_not_below(ground_cost):
 
 def test_the_distance_block_is_kept_where_it_is_no_larger_than_the_table():
     # forward_block: the block [document words x query words] replaces the table [query
-    # words x documents] where the vocabulary is no larger than the documents; built in
-    # forked processes, its tables are the same bits
+    # words x documents] where the vocabulary is no larger than the documents; its set-up
+    # shared by 2 (threads, not processes: the block is the process's own memory), its
+    # tables are the same bits
     docs, emb = clustered(600, seed=4, per_topic=20)
     inputs = solver.prepare(docs, emb, "bow")
     assert len(inputs.vectors) <= inputs.n and bounds.forward_block(inputs)
     queries = np.arange(0, inputs.n, 7)
     lower = bounds.LowerBounds(inputs, queries, processes=2)
     assert lower.block and lower._block.nbytes <= 4 * len(lower.vocabulary) * inputs.n
+    assert lower.timing["worker_processes"] is False
     table = bounds.LowerBounds(inputs, queries, block=False)
     assert lower.to_documents.tobytes() == table.to_documents.tobytes()
     assert lower.to_queries.tobytes() == table.to_queries.tobytes()

@@ -42,7 +42,7 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -473,7 +473,9 @@ def _nearest_words(
     tables in shared memory (:func:`_chunks_in_processes`); ``pool`` is then not used.
     Threads share a chunk's work with the interpreter's lock held between the kernels
     (20 Newsgroups, 241 queries: 1.6x on 2 threads); processes share no lock. The same
-    bits again, as no chunk's bits depend on where it ran.
+    bits again, as no chunk's bits depend on where it ran. With ``block`` (and no
+    ``pool``), ``processes`` threads share it instead, the block in this process's own
+    memory (see the comment below; ``timing["worker_processes"]`` says which ran).
 
     ``block``: the first table is instead the distance block itself, transposed, float32
     [len(words), len(rows)] (each of ``words`` to each distinct row of ``flat``), and
@@ -486,6 +488,30 @@ def _nearest_words(
     (:func:`_overlap_columns`), as :func:`_other_minimum` too reads every entry of
     ``flat``.
     """
+    if block and processes > 1 and pool is None:
+        # With the block, a chunk is a product and one compiled kernel per slice of
+        # rows, both outside the interpreter's lock: threads share it as well as forked
+        # processes, and the block is then this process's own memory, which the search's
+        # workers, forked after the set-up, read without a fault per page. In shared
+        # memory each 4 KB page was faulted in by the set-up and again by every worker
+        # (85,635 passages, 265 queries, 2 workers: 280,000 faults in the job, and 5.5
+        # ms of system time a query against 3.5 with threads).
+        with ThreadPoolExecutor(processes) as threads:
+            return _nearest_words(
+                inputs,
+                words,
+                flat,
+                starts,
+                back_indptr,
+                back_indices,
+                every,
+                timing,
+                overlap,
+                threads,
+                1,
+                block,
+                other_groups,
+            )
     build = _NearestWords(
         inputs,
         words,
@@ -502,7 +528,8 @@ def _nearest_words(
         return build.out, build.toward, build.rows, build.at, build.other
     chunks = [w0 for k, w0 in enumerate(range(0, len(build.words), build.step)) if not k % every]
     started = time.thread_time()
-    if processes > 1 and len(chunks) > 1 and FORK:
+    in_processes = processes > 1 and len(chunks) > 1 and FORK
+    if in_processes:
         worker, back_seconds, back_worker, back_pairs = _chunks_in_processes(
             build, chunks, processes
         )
@@ -528,6 +555,7 @@ def _nearest_words(
         timing["back_pairs_done"] = back_pairs
         timing["back_pairs"] = len(build.back_indices)
         timing["worker_seconds"] = worker
+        timing["worker_processes"] = in_processes
     return build.out, build.toward, build.rows, build.at, build.other
 
 
@@ -581,7 +609,14 @@ class _NearestWords:
         array = _shared_array if shared else _local
         # the nearest-word table, [words x groups], or with `block` the distance block,
         # transposed: [words x rows]
-        self.out = array((len(self.words), len(rows) if block else len(self.starts)), np.float32)
+        if block:
+            # in this process's own pages (the set-up's threads write it; see
+            # _nearest_words), or shared with forked processes
+            self.out = (_shared_array if shared else _private_pages)(
+                (len(self.words), len(rows)), np.float32
+            )
+        else:
+            self.out = array((len(self.words), len(self.starts)), np.float32)
         self.toward = array((len(rows), len(back_indptr) - 1), np.float32, np.inf)
         self.other = array((len(flat),), np.float64, np.nan)
         self.ends = np.append(self.starts[1:], len(flat))
@@ -627,36 +662,50 @@ class _NearestWords:
         padded = np.concatenate([chunk, np.repeat(chunk[-1:], step - len(chunk))])
         right = inputs.vectors[padded].T
         chunk_sq = inputs.sq_norms[chunk]
-        # word_costs' arithmetic and the cast to float32 in one pass over the products
-        d32 = self._chunk_costs(len(chunk))
-
-        def costs(part):
-            products = (vectors[part] @ right)[:, : d32.shape[1]]
-            _costs32(products, sq_norms[part], chunk_sq, cosine, d32[part])
-
-        worker = _share(pool, costs, self.row_parts)
+        width = len(chunk)
         # a word's cost to itself is exactly 0, as in word_distances (both sorted, unique)
         _, same_row, same_word = np.intersect1d(
             rows, chunk, assume_unique=True, return_indices=True
         )
-        d32[same_row, same_word] = 0.0
         column = np.full(len(rows), -1, dtype=np.int64)  # a row's column in `chunk`
         column[same_row] = same_word
-        out, block, chosen = self.out, self.block, self.other_groups
+        out, chosen = self.out, self.other_groups
+        if self.block:
+            # the costs written straight into the block's rows: a chunk's distances
+            # [rows x width] written, then transposed into the block, were three passes
+            # over 65 MB a chunk at 85,635 passages (the transpose alone 2.3-5 ms of a
+            # query's 8-11 ms of set-up); the query groups' minima are then read from
+            # the block (the same values)
+
+            def block_costs(part):
+                products = (vectors[part] @ right)[:, :width]
+                _costs32_into(products, sq_norms[part], chunk_sq, cosine, out, w0, part.start)
+
+            worker = _share(pool, block_costs, self.row_parts)
+            out[w0 + same_word, same_row] = 0.0
+            if overlap:
+                groups = chosen if chosen is not None else (starts, ends)
+                _other_minimum_from(out, w0, at, groups[0], groups[1], column, other)
+            # its back minima from the whole block, once (back_from_block)
+            return worker, 0.0, 0.0, 0
+        # word_costs' arithmetic and the cast to float32 in one pass over the products
+        d32 = self._chunk_costs(width)
+
+        def costs(part):
+            products = (vectors[part] @ right)[:, :width]
+            _costs32(products, sq_norms[part], chunk_sq, cosine, d32[part])
+
+        worker = _share(pool, costs, self.row_parts)
+        d32[same_row, same_word] = 0.0
 
         def minima(part):
             if overlap and chosen is None:
                 _other_minimum(d32, at, starts[part], ends[part], column, other)
-            if not block:
-                _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
+            _group_minimum(d32, at, starts[part], ends[part], out, part.start, w0)
 
-        if (overlap and chosen is None) or not block:
-            worker += _share(pool, minima, self.group_parts)
+        worker += _share(pool, minima, self.group_parts)
         if overlap and chosen is not None:
             _other_minimum(d32, at, chosen[0], chosen[1], column, other)
-        if block:  # its back minima from the whole block, once (back_from_block)
-            _transpose_into(d32, out, w0)
-            return worker, 0.0, 0.0, 0
         inside = (self.back_indices >= w0) & (self.back_indices < w0 + len(chunk))
         group, to_column = self.back_group[inside], self.back_indices[inside] - w0
 
@@ -672,10 +721,10 @@ class _NearestWords:
         return worker + spent, time.thread_time() - back0, spent, int(inside.sum())
 
     def _chunk_costs(self, width: int) -> np.ndarray:
-        """A chunk's distances, float32 [rows, ``width``], contiguous: a view of one
-        buffer per process, made by its first chunk (a chunk's own array, 65 MB at
-        85,635 passages, came from the system each time, and every page of it faulted in
-        again: about as long as transposing it into the block)."""
+        """A chunk's distances, float32 [rows, ``width``], contiguous (without the
+        block): a view of one buffer per process, made by its first chunk (a chunk's own
+        array, 65 MB a chunk at 85,635 passages, came from the system each time, and
+        every page of it faulted in again)."""
         if self._buffer is None or self._buffer_pid != os.getpid():
             self._buffer = np.empty(len(self.rows) * self.step, dtype=np.float32)
             self._buffer_pid = os.getpid()
@@ -702,6 +751,19 @@ def _distinct(flat: np.ndarray, vocabulary: int) -> tuple[np.ndarray, np.ndarray
     present[flat] = True
     position = np.cumsum(present, dtype=np.int64) - 1
     return np.flatnonzero(present).astype(np.int64), position[flat]
+
+
+def _private_pages(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A new array in anonymous private memory of 4 KB pages. numpy asks for huge pages
+    for a large array; on this project's VMs the huge pages faulted in cost more system
+    time than the small pages they replace (85,635 passages, the set-up's 715 MB block:
+    2-4 ms a query against 2). A process forked after it is written gets its pages
+    mapped (copy on write), so reading them costs no faults."""
+    count = int(np.prod(shape))
+    memory = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), flags=mmap.MAP_PRIVATE)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)
 
 
 def _local(shape: tuple[int, ...], dtype, fill: float | None = None) -> np.ndarray:
@@ -803,6 +865,35 @@ def _costs32(products, sq_a, sq_b, cosine, out):  # pragma: no cover - compiled
             out[i, j] = v
 
 
+#: Rows and columns of the tiles :func:`_costs32_into` writes at a time.
+TRANSPOSE_TILE = 32
+
+
+@_kernel
+def _costs32_into(products, sq_a, sq_b, cosine, block, w0, r0):  # pragma: no cover
+    """block[w0 + j, r0 + i] = :func:`_costs32`'s out[i, j]: the same float64 operations
+    on the same products, so the same bits, written transposed into the distance block
+    ([words x rows]), a tile at a time (its reads and writes then stay within a few
+    cache lines per row)."""
+    rows, width = products.shape
+    for i0 in range(0, rows, TRANSPOSE_TILE):
+        i1 = min(i0 + TRANSPOSE_TILE, rows)
+        for j0 in range(0, width, TRANSPOSE_TILE):
+            j1 = min(j0 + TRANSPOSE_TILE, width)
+            for j in range(j0, j1):
+                into = block[w0 + j]
+                b = sq_b[j]
+                for i in range(i0, i1):
+                    if cosine:
+                        v = max(1.0 - products[i, j], 0.0)
+                    else:
+                        v = products[i, j] * -2.0
+                        v += sq_a[i]
+                        v += b
+                        v = np.sqrt(max(v, 0.0))
+                    into[r0 + i] = v
+
+
 #: Groups whose minima :func:`_group_minimum` takes together before it writes them out.
 GROUP_TILE = 64
 
@@ -894,6 +985,24 @@ def _other_minimum(d, at, starts, ends, column, other):  # pragma: no cover - co
             for f in range(starts[g], ends[g]):
                 if f != e:
                     low = min(low, d[at[f], j])
+            other[e] = low
+
+
+@_kernel
+def _other_minimum_from(block, w0, at, starts, ends, column, other):  # pragma: no cover
+    """:func:`_other_minimum` from the distance block (transposed, [words x rows]; the
+    chunk's word j is its row w0 + j) instead of the chunk's distances: the same
+    minima of the same values."""
+    for g in range(len(starts)):
+        for e in range(starts[g], ends[g]):
+            j = column[at[e]]
+            if j < 0:
+                continue
+            source = block[w0 + j]
+            low = np.inf
+            for f in range(starts[g], ends[g]):
+                if f != e:
+                    low = min(low, source[at[f]])
             other[e] = low
 
 
@@ -1394,25 +1503,6 @@ def _forward_columns(words, data, block, at, indptr, columns, slot, out):  # pra
         out[j] = acc
     for i in range(distinct):
         slot[taken[i]] = -1
-
-
-#: Rows and columns of the tiles :func:`_transpose_into` copies at a time.
-TRANSPOSE_TILE = 32
-
-
-@_kernel
-def _transpose_into(d, out, w0):  # pragma: no cover - compiled
-    """out[w0 + j, r] = d[r, j], a tile at a time (both sides' reads and writes then
-    stay within a few cache lines per row)."""
-    rows, width = d.shape
-    for r0 in range(0, rows, TRANSPOSE_TILE):
-        r1 = min(r0 + TRANSPOSE_TILE, rows)
-        for j0 in range(0, width, TRANSPOSE_TILE):
-            j1 = min(j0 + TRANSPOSE_TILE, width)
-            for j in range(j0, j1):
-                into = out[w0 + j]
-                for r in range(r0, r1):
-                    into[r] = d[r, j]
 
 
 @_kernel

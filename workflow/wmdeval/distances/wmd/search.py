@@ -790,7 +790,7 @@ class _Search:
         self.lower = LowerBounds(self.inputs, self.bounded, pool=pool, processes=processes)
         helpers = self.lower.timing.get("worker_seconds", 0.0)
         setup = time.thread_time() - c0 + helpers
-        if processes > 1:  # child processes: not in this process's clock
+        if self.lower.timing.get("worker_processes"):  # not in this process's clock
             self.stats.setup_worker_seconds += helpers
             self.stats.worker_seconds += helpers
         self.stats.setup_seconds += setup
