@@ -893,6 +893,12 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
             assert (cheap[a][defined] <= every[a][defined]).all()
         # the lower part is a weaker bound (else nothing would be left to skip)
         assert (cheap < every).sum() > 0.1 * np.isfinite(every).sum()
+        # of chosen documents alone (a search's candidates): their bits, NaN elsewhere
+        documents = np.flatnonzero(rng.random(n) < 0.4)
+        part = lower.cheap_rows(at, documents)
+        assert part[:, documents].tobytes() == cheap[:, documents].tobytes()
+        assert np.isnan(np.delete(part, documents, axis=1)).all()
+        assert lower.cheap_rows(at[::2], documents).tobytes() == part[::2].tobytes()
         computed = len(at) * (n + n // 2)
         assert 0 < lower.centroid_checks < computed // 2, weighting
         assert lower.block == block and (lower._to_documents is None) == block

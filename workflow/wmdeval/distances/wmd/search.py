@@ -778,6 +778,8 @@ class _Search:
             self.bounded, self.needs = self.queries, np.ones(len(self.queries), dtype=bool)
         self.lower: LowerBounds | None = None
         self.means = np.zeros((0, 0))
+        # with lazy bounds: every candidate of the bounded queries' lists (set_up)
+        self.reach: np.ndarray | None = None
         # lazy cheap bounds (LAZY_BOUNDS), except where every candidate's is read: RWMD's
         # lists (relaxed), the candidates' floors (they raise whole rows, and count them)
         self.lazy = LAZY_BOUNDS and not relaxed and self.single is None
@@ -797,6 +799,12 @@ class _Search:
         self.stats.setup_wall_seconds += time.perf_counter() - wall0
         self.stats.bound_seconds += setup
         self.means = np.nan_to_num(self.lower.means)
+        if self.lazy:  # the documents a visit may reach: its cheap rows need no other
+            reach = np.zeros(self.inputs.n, dtype=bool)
+            for q in self.bounded.tolist():
+                for task in self.tasks[q]:
+                    reach[task.candidates] = True
+            self.reach = np.flatnonzero(reach)
         return setup
 
     def chunk(self, r0: int, r1: int, progress: Progress | None = None) -> None:
@@ -817,7 +825,7 @@ class _Search:
             at = np.searchsorted(self.bounded, block[wanted])
             if self.lazy:
                 # the lower parts now, each query's cheap bounds as its visits reach them
-                cheap = self.lower.cheap_rows(at)
+                cheap = self.lower.cheap_rows(at, self.reach)
                 got = [
                     LazyRow(self.lower, a, row) for a, row in zip(at.tolist(), cheap, strict=True)
                 ]
