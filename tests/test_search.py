@@ -823,6 +823,53 @@ class _ListedRow:
         return self.full[candidates]
 
 
+@pytest.mark.parametrize("size", [1, 255, 1300, 5000])
+def test_lazy_stream_under_a_falling_limit_lists_the_same_order(size):
+    # the visit's pruning limit (finite once a list has k distances, then only falling)
+    # may end a part early (search._LazyStream): the order, the bounds listed and each
+    # computed once stay those of the stable sort, whatever the limit, ties and NaN
+    # included; a visit that stops at its first candidate beyond a limit computes fewer
+    # bounds than without the limit (the parts' sizes alone), never one more than once
+    rng = np.random.default_rng(size + 1)
+    values = rng.integers(0, max(size // 8, 2), size).astype(np.float64)
+    lower = values - rng.choice([0.0, 0.0, 0.5, 3.0, 40.0], size)
+    empty = rng.random(size) < 0.05
+    values[empty] = lower[empty] = np.nan
+    candidates = np.sort(rng.choice(10 * size, size, replace=False))
+    cheap, full = np.full(10 * size, -1.0), np.full(10 * size, -1.0)
+    cheap[candidates], full[candidates] = lower, values
+    want = np.argsort(values, kind="stable")
+    ranked = values[want]
+    for start in (0, size // 10, size // 3):
+        row = _ListedRow(cheap, full)
+        stream = search._LazyStream(candidates, row)
+        limit, got = np.inf, 0
+        while stream.has(got, limit):
+            assert stream.order[got] == candidates[want[got]]
+            if got >= start and np.isfinite(ranked[min(got + 40, size - 1)]):
+                limit = min(limit, ranked[min(got + 40, size - 1)])  # falls, some ties
+            got += 1
+        assert stream.order == candidates[want].tolist()
+        assert np.array_equal(np.array(stream.loose), ranked, equal_nan=True)
+        assert sorted(row.asked) == candidates.tolist()
+    if size < 4 * search.STREAM_PART:
+        return
+    stop = ranked[size // 5]  # a visit whose limit is the bound of its 1,000th candidate
+    asked = {}
+    for limit in (np.inf, stop):
+        row = _ListedRow(cheap, full)
+        stream = search._LazyStream(candidates, row)
+        got = 0
+        while stream.has(got, limit) and stream.loose[got] <= stop:
+            got += 1
+        assert got == np.searchsorted(ranked, stop, side="right")
+        assert stream.order[: got + 1] == candidates[want[: got + 1]].tolist()
+        assert len(row.asked) == len(set(row.asked))
+        asked[limit] = len(row.asked)
+    assert asked[stop] < asked[np.inf]
+    assert asked[stop] <= (lower <= stop).sum() + search.STREAM_TAIL
+
+
 @pytest.mark.parametrize("size", [1, 255, 1023, 1024, 1025, 1300, 5000])
 def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     # search._LazyStream lists a list's candidates in the order of search._Stream over
