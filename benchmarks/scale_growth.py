@@ -9,10 +9,12 @@ prepared documents (``knn_pruning.sample``, seed ``--seed``), the whole corpus l
 ``search``: per size, one query shard of about ``--shard-queries`` (240) queries, cut as
 the workflow cuts its search shards (``search.query_shards``; the first shard), searched
 by ``search.search_shard`` with ``--threads`` (2) workers, as a ``wmd_search`` job
-runs it, ``--repeats`` (3) times after an untimed search of a few queries that loads the
-compiled kernels, keeping the search of least CPU (other work on the machine only adds
-CPU, so the least is the nearest to an idle machine's, as ``timeit`` reports; every
-search's figure is recorded too, and all must give the same tables). Per size it
+runs it, ``--repeats`` (3) times, each after an untimed search of a few queries that
+loads the compiled kernels, the sizes in turn (a round searches each size once, so that
+all meet the same hours of a VM whose speed drifts), keeping the search of least CPU
+(other work on the machine only adds CPU, so the least is the nearest to an idle
+machine's, as ``timeit`` reports; every search's figure is recorded too, and all must
+give the same tables). Per size it
 prints the CPU per query (this process and its worker processes,
 ``knn_pruning.Clock``: CPU, not wall, so that other work on the machine distorts it
 less), the exact solves per query, the cheap bounds' CPU per query and their share of
@@ -134,10 +136,20 @@ def run_search(args) -> None:
         f"{'documents':>10} {'queries':>8} {'CPU s/query':>12} {'solves/query':>13} "
         f"{'bounds s/query':>15} {'bounds share':>13} {'load':>5}  tables"
     )
+    corpora = [subset(documents, splits, embeddings, size, args.seed) for size in args.sizes]
+    # the sizes in turn, a search of each per round: the VM's speed drifts by the hour,
+    # and every size then meets the same hours (a size's searches all in a row measured
+    # the smallest and the largest in different ones, which the ratio between them read)
+    runs: list[list[dict]] = [[] for _ in args.sizes]
+    for _ in range(args.repeats):
+        for searches, (inputs, folds) in zip(runs, corpora, strict=True):
+            searches.append(search_size(inputs, folds, args.shard_queries, args.threads))
     rows = []
-    for size in args.sizes:
-        inputs, folds = subset(documents, splits, embeddings, size, args.seed)
-        row = search_size(inputs, folds, args.shard_queries, args.threads, args.repeats)
+    for searches in runs:
+        if len({run["hash"] for run in searches}) > 1:
+            raise SystemExit(f"scale_growth: the searches of {searches[0]['documents']:,} differ")
+        row = dict(min(searches, key=lambda run: run["cpu_per_query_s"]))
+        row["every_cpu_per_query_s"] = [run["every_cpu_per_query_s"][0] for run in searches]
         rows.append(row)
         print(
             f"{row['documents']:>10,} {row['queries']:>8} {row['cpu_per_query_s']:>12.3f} "
