@@ -285,6 +285,22 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
     words = np.unique(local.indices)
     indptr, indices = local.indptr, np.searchsorted(words, local.indices)
     monkeypatch.setattr(bounds, "MAX_ENTRIES", 7)  # chunks of 64 words
+
+    def build(threads, processes, timing, **options):
+        with ThreadPoolExecutor(max(threads, 1)) as pool:
+            return bounds._nearest_words(
+                inputs,
+                words,
+                flat,
+                starts,
+                indptr,
+                indices,
+                timing=timing,
+                pool=pool if threads else None,
+                processes=processes,
+                **options,
+            )
+
     built = {}
     for name, rows, groups, threads, processes in [
         ("unsliced", 1 << 30, 1 << 30, 0, 1),
@@ -296,18 +312,7 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
         monkeypatch.setattr(bounds, "SLICE_ROWS", rows)
         monkeypatch.setattr(bounds, "SLICE_GROUPS", groups)
         timing: dict = {}
-        with ThreadPoolExecutor(max(threads, 1)) as pool:
-            got = bounds._nearest_words(
-                inputs,
-                words,
-                flat,
-                starts,
-                indptr,
-                indices,
-                timing=timing,
-                pool=pool if threads else None,
-                processes=processes,
-            )
+        got = build(threads, processes, timing)
         built[name] = [np.asarray(table).tobytes() for table in got]
         assert timing["chunks_done"] == timing["chunks"] > 1
         if threads or processes > 1:  # their CPU is counted, the waiting thread's is not
@@ -333,20 +338,7 @@ def test_nearest_words_on_a_pool_are_the_same_bits(monkeypatch, weighting):
         ("processes", 2, 3),
     ]:
         timing = {}
-        with ThreadPoolExecutor(max(threads, 1)) as pool:
-            got = bounds._nearest_words(
-                inputs,
-                words,
-                flat,
-                starts,
-                indptr,
-                indices,
-                timing=timing,
-                pool=pool if threads else None,
-                processes=processes,
-                block=True,
-                other_groups=queries,
-            )
+        got = build(threads, processes, timing, block=True, other_groups=queries)
         blocks[name] = [np.asarray(table).tobytes() for table in got]
         assert timing["worker_processes"] == (name == "processes")
         assert timing["chunks_done"] == timing["chunks"] > 1
@@ -388,15 +380,22 @@ def test_lower_bounds_tables_from_one_block_are_the_separate_ones(weighting):
         np.testing.assert_allclose(lower.to_queries[present, r], d, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("cosine", [False, True])
-def test_costs32_is_word_costs_cast(cosine):
-    rng = np.random.default_rng(2)
-    a, b = rng.normal(size=(7, 4)), rng.normal(size=(5, 4))
+def _word_vectors(seed, rows_a, rows_b, dim, cosine, equal):
+    """Two sets of random word vectors (unit length for a cosine cost), ``equal`` = (i,
+    j): b[i] = a[j], a pair of equal vectors (cancellation, clipped at 0); and their
+    squared norms."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(rows_a, dim)), rng.normal(size=(rows_b, dim))
     if cosine:
         a /= np.linalg.norm(a, axis=1)[:, None]
         b /= np.linalg.norm(b, axis=1)[:, None]
-    b[0] = a[0]  # a pair of equal vectors (cancellation, clipped at 0)
-    sq_a, sq_b = (a * a).sum(axis=1), (b * b).sum(axis=1)
+    b[equal[0]] = a[equal[1]]
+    return a, b, (a * a).sum(axis=1), (b * b).sum(axis=1)
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+def test_costs32_is_word_costs_cast(cosine):
+    a, b, sq_a, sq_b = _word_vectors(2, 7, 5, 4, cosine, (0, 0))
     out = np.empty((7, 5), dtype=np.float32)
     bounds._costs32(a @ b.T, sq_a, sq_b, cosine, out)
     want = solver.word_costs("cosine" if cosine else "euclidean", a @ b.T, sq_a, sq_b)
@@ -407,13 +406,7 @@ def test_costs32_is_word_costs_cast(cosine):
 def test_costs32_into_writes_the_costs32_values_transposed_into_the_block(cosine):
     # the set-up's fused kernel with the distance block: _costs32's values, bit for bit,
     # at block[w0 + j, r0 + i], over several tiles and partial ones; nothing else written
-    rng = np.random.default_rng(4)
-    a, b = rng.normal(size=(70, 6)), rng.normal(size=(37, 6))
-    if cosine:
-        a /= np.linalg.norm(a, axis=1)[:, None]
-        b /= np.linalg.norm(b, axis=1)[:, None]
-    b[3] = a[5]
-    sq_a, sq_b = (a * a).sum(axis=1), (b * b).sum(axis=1)
+    a, b, sq_a, sq_b = _word_vectors(4, 70, 37, 6, cosine, (3, 5))
     products = a @ b.T
     want = np.empty((70, 37), dtype=np.float32)
     bounds._costs32(products, sq_a, sq_b, cosine, want)

@@ -823,14 +823,11 @@ class _ListedRow:
         return self.full[candidates]
 
 
-@pytest.mark.parametrize("size", [1, 255, 1300, 5000])
-def test_lazy_stream_under_a_falling_limit_lists_the_same_order(size):
-    # the visit's pruning limit (finite once a list has k distances, then only falling)
-    # may end a part early (search._LazyStream): the order, the bounds listed and each
-    # computed once stay those of the stable sort, whatever the limit, ties and NaN
-    # included; a visit that stops at its first candidate beyond a limit computes fewer
-    # bounds than without the limit (the parts' sizes alone), never one more than once
-    rng = np.random.default_rng(size + 1)
+def _lazy_list(size: int, seed: int):
+    """A list of ``size`` candidates' cheap bounds (many ties) and lower parts (equal to
+    the bound for some, far below it for others), NaN (empty) in both: (values, lower,
+    candidates, and both by position, -1 elsewhere, for _ListedRow)."""
+    rng = np.random.default_rng(seed)
     values = rng.integers(0, max(size // 8, 2), size).astype(np.float64)
     lower = values - rng.choice([0.0, 0.0, 0.5, 3.0, 40.0], size)
     empty = rng.random(size) < 0.05
@@ -838,6 +835,17 @@ def test_lazy_stream_under_a_falling_limit_lists_the_same_order(size):
     candidates = np.sort(rng.choice(10 * size, size, replace=False))
     cheap, full = np.full(10 * size, -1.0), np.full(10 * size, -1.0)
     cheap[candidates], full[candidates] = lower, values
+    return values, lower, candidates, cheap, full
+
+
+@pytest.mark.parametrize("size", [1, 255, 1300, 5000])
+def test_lazy_stream_under_a_falling_limit_lists_the_same_order(size):
+    # the visit's pruning limit (finite once a list has k distances, then only falling)
+    # may end a part early (search._LazyStream): the order, the bounds listed and each
+    # computed once stay those of the stable sort, whatever the limit, ties and NaN
+    # included; a visit that stops at its first candidate beyond a limit computes fewer
+    # bounds than without the limit (the parts' sizes alone), never one more than once
+    values, lower, candidates, cheap, full = _lazy_list(size, seed=size + 1)
     want = np.argsort(values, kind="stable")
     ranked = values[want]
     for start in (0, size // 10, size // 3):
@@ -876,14 +884,7 @@ def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     # their cheap bounds, computing a cheap bound only once its lower part is below the
     # part's threshold: many ties in both, lower parts equal to the bound for some, far
     # below it for others (listed out of their lower parts' order), NaN (empty) in both
-    rng = np.random.default_rng(size)
-    values = rng.integers(0, max(size // 8, 2), size).astype(np.float64)
-    lower = values - rng.choice([0.0, 0.0, 0.5, 3.0, 40.0], size)
-    empty = rng.random(size) < 0.05
-    values[empty] = lower[empty] = np.nan
-    candidates = np.sort(rng.choice(10 * size, size, replace=False))
-    cheap, full = np.full(10 * size, -1.0), np.full(10 * size, -1.0)
-    cheap[candidates], full[candidates] = lower, values
+    values, lower, candidates, cheap, full = _lazy_list(size, seed=size)
     want = np.argsort(values, kind="stable")
     row = _ListedRow(cheap, full)
     stream = search._LazyStream(candidates, row)

@@ -36,6 +36,7 @@ trust the bound.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import multiprocessing
 import os
@@ -488,30 +489,16 @@ def _nearest_words(
     (:func:`_overlap_columns`), as :func:`_other_minimum` too reads every entry of
     ``flat``.
     """
-    if block and processes > 1 and pool is None:
-        # With the block, a chunk is a product and one compiled kernel per slice of
-        # rows, both outside the interpreter's lock: threads share it as well as forked
-        # processes, and the block is then this process's own memory, which the search's
-        # workers, forked after the set-up, read without a fault per page. In shared
-        # memory each 4 KB page was faulted in by the set-up and again by every worker
-        # (85,635 passages, 265 queries, 2 workers: 280,000 faults in the job, and 5.5
-        # ms of system time a query against 3.5 with threads).
-        with ThreadPoolExecutor(processes) as threads:
-            return _nearest_words(
-                inputs,
-                words,
-                flat,
-                starts,
-                back_indptr,
-                back_indices,
-                every,
-                timing,
-                overlap,
-                threads,
-                1,
-                block,
-                other_groups,
-            )
+    # With the block, a chunk is a product and one compiled kernel per slice of rows,
+    # both outside the interpreter's lock: threads share it as well as forked processes,
+    # and the block is then this process's own memory, which the search's workers,
+    # forked after the set-up, read without a fault per page. In shared memory each 4 KB
+    # page was faulted in by the set-up and again by every worker (85,635 passages, 265
+    # queries, 2 workers: 280,000 faults in the job, and 5.5 ms of system time a query
+    # against 3.5 with threads).
+    threads = processes if block and processes > 1 and pool is None else 0
+    if threads:
+        processes = 1
     build = _NearestWords(
         inputs,
         words,
@@ -536,12 +523,13 @@ def _nearest_words(
     else:
         worker = back_seconds = back_worker = 0.0
         back_pairs = 0
-        for w0 in chunks:
-            spent, back, back_spent, pairs = build.chunk(w0, pool)
-            worker += spent
-            back_seconds += back
-            back_worker += back_spent
-            back_pairs += pairs
+        with ThreadPoolExecutor(threads) if threads else contextlib.nullcontext(pool) as sharing:
+            for w0 in chunks:
+                spent, back, back_spent, pairs = build.chunk(w0, sharing)
+                worker += spent
+                back_seconds += back
+                back_worker += back_spent
+                back_pairs += pairs
     if block:
         back0 = time.thread_time()
         back_pairs = build.back_from_block(chunks)
