@@ -46,6 +46,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -662,8 +663,7 @@ class _NearestWords:
             # the costs written straight into the block's rows: a chunk's distances
             # [rows x width] written, then transposed into the block, were three passes
             # over 65 MB a chunk at 85,635 passages (the transpose alone 2.3-5 ms of a
-            # query's 8-11 ms of set-up); the query groups' minima are then read from
-            # the block (the same values)
+            # query's 8-11 ms of set-up)
 
             def block_costs(part):
                 products = (vectors[part] @ right)[:, :width]
@@ -671,9 +671,9 @@ class _NearestWords:
 
             worker = _share(pool, block_costs, self.row_parts)
             out[w0 + same_word, same_row] = 0.0
-            if overlap:
+            if overlap:  # from the chunk's rows of the block, as the chunk's distances
                 groups = chosen if chosen is not None else (starts, ends)
-                _other_minimum_from(out, w0, at, groups[0], groups[1], column, other)
+                _other_minimum(out[w0 : w0 + width].T, at, groups[0], groups[1], column, other)
             # its back minima from the whole block, once (back_from_block)
             return worker, 0.0, 0.0, 0
         # word_costs' arithmetic and the cast to float32 in one pass over the products
@@ -836,21 +836,25 @@ def _share(pool: Executor | None, work, parts: list) -> float:
     return sum(pool.map(timed, parts))
 
 
+@numba.njit(nogil=True, inline="always")
+def _word_cost(product, sq_a, sq_b, cosine):  # pragma: no cover - compiled
+    """One entry of :func:`~.solver.word_costs` from its product: the same float64
+    operations in the same order (so the same value)."""
+    if cosine:
+        return max(1.0 - product, 0.0)
+    v = product * -2.0
+    v += sq_a
+    v += sq_b
+    return np.sqrt(max(v, 0.0))
+
+
 @_kernel
 def _costs32(products, sq_a, sq_b, cosine, out):  # pragma: no cover - compiled
-    """out = float32(word_costs(products)): the same float64 operations in the same order
-    as :func:`~.solver.word_costs` (so the same values), in one pass instead of five and
-    a cast."""
+    """out = float32(word_costs(products)) (:func:`_word_cost`), in one pass instead of
+    five and a cast."""
     for i in range(products.shape[0]):
         for j in range(products.shape[1]):
-            if cosine:
-                v = max(1.0 - products[i, j], 0.0)
-            else:
-                v = products[i, j] * -2.0
-                v += sq_a[i]
-                v += sq_b[j]
-                v = np.sqrt(max(v, 0.0))
-            out[i, j] = v
+            out[i, j] = _word_cost(products[i, j], sq_a[i], sq_b[j], cosine)
 
 
 #: Rows and columns of the tiles :func:`_costs32_into` writes at a time.
@@ -870,16 +874,8 @@ def _costs32_into(products, sq_a, sq_b, cosine, block, w0, r0):  # pragma: no co
             j1 = min(j0 + TRANSPOSE_TILE, width)
             for j in range(j0, j1):
                 into = block[w0 + j]
-                b = sq_b[j]
                 for i in range(i0, i1):
-                    if cosine:
-                        v = max(1.0 - products[i, j], 0.0)
-                    else:
-                        v = products[i, j] * -2.0
-                        v += sq_a[i]
-                        v += b
-                        v = np.sqrt(max(v, 0.0))
-                    into[r0 + i] = v
+                    into[r0 + i] = _word_cost(products[i, j], sq_a[i], sq_b[j], cosine)
 
 
 #: Groups whose minima :func:`_group_minimum` takes together before it writes them out.
@@ -973,24 +969,6 @@ def _other_minimum(d, at, starts, ends, column, other):  # pragma: no cover - co
             for f in range(starts[g], ends[g]):
                 if f != e:
                     low = min(low, d[at[f], j])
-            other[e] = low
-
-
-@_kernel
-def _other_minimum_from(block, w0, at, starts, ends, column, other):  # pragma: no cover
-    """:func:`_other_minimum` from the distance block (transposed, [words x rows]; the
-    chunk's word j is its row w0 + j) instead of the chunk's distances: the same
-    minima of the same values."""
-    for g in range(len(starts)):
-        for e in range(starts[g], ends[g]):
-            j = column[at[e]]
-            if j < 0:
-                continue
-            source = block[w0 + j]
-            low = np.inf
-            for f in range(starts[g], ends[g]):
-                if f != e:
-                    low = min(low, source[at[f]])
             other[e] = low
 
 

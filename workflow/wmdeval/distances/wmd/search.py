@@ -837,10 +837,10 @@ class _Search:
         self.stats.bound_seconds += setup
         self.means = np.nan_to_num(self.lower.means)
         if self.lazy:  # the documents a visit may reach: its cheap rows need no other
+            lists = {task.key: task.member for q in self.bounded.tolist() for task in self.tasks[q]}
             reach = np.zeros(self.inputs.n, dtype=bool)
-            for q in self.bounded.tolist():
-                for task in self.tasks[q]:
-                    reach[task.candidates] = True
+            for member in lists.values():  # each list once (its queries share it)
+                reach |= member
             self.reach = np.flatnonzero(reach)
         return setup
 
