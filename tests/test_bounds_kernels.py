@@ -538,3 +538,23 @@ def test_the_dual_kernel_is_a_plain_loop_bit_for_bit(shape):
             )
             got = bounds._dual_kernel(cost, mass_q, mass_c, potentials, order, enough, first, 0.98)
             assert got == want, (enough, first)
+
+
+@pytest.mark.parametrize("threshold", [-1.0, 2.0, 2.5, 9.0, np.inf])
+def test_take_below_is_the_masked_split(threshold):
+    # bounds.take_below: the candidates whose lower part is at most the threshold, in
+    # order, and the others packed in front, in order, with their lower parts: the split
+    # a boolean mask gives; an infinite threshold takes every one, NaN too; ties taken
+    rng = np.random.default_rng(5)
+    lower = rng.integers(0, 10, 500).astype(np.float64)
+    lower[rng.random(500) < 0.1] = np.nan
+    candidates = np.sort(rng.choice(5000, 500, replace=False)).astype(np.int64)
+    inside = lower <= threshold if threshold < np.inf else np.ones(500, dtype=bool)
+    want_fresh, want_left, want_lower = candidates[inside], candidates[~inside], lower[~inside]
+    fresh = np.full(500, -7, dtype=np.int64)
+    packed, packed_lower = candidates.copy(), lower.copy()
+    taken, left = bounds.take_below(packed, packed_lower, threshold, fresh)
+    assert taken + left == 500 and 0 < taken <= 500 or threshold < 0
+    assert np.array_equal(fresh[:taken], want_fresh) and (fresh[taken:] == -7).all()
+    assert np.array_equal(packed[:left], want_left)
+    assert np.array_equal(packed_lower[:left], want_lower, equal_nan=True)

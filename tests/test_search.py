@@ -620,6 +620,40 @@ def test_a_query_stops_computing_ict_bounds_that_prove_nothing(monkeypatch):
     assert total[8] < 0.8 * total[10**9], total
 
 
+@pytest.mark.parametrize("weighting", ["bow", "tfidf"])
+def test_a_candidate_its_tight_bound_leaves_first_skips_the_heap(monkeypatch, weighting):
+    # _Search._wait_tightened hands a stream's head straight to the visit where a push
+    # and the next pop would give it back (ICT left its bound, none waiting is below
+    # it): the search that always pushes makes the same tables, byte for byte, and the
+    # same bounds and solves; with ICT judged useless early, many candidates take it
+    docs, emb = clustered(300, per_topic=40, sizes=(10, 30))
+    splits = five_folds(300)
+    inputs = solver.prepare(docs, emb, weighting)
+    monkeypatch.setattr(search, "ICT_TRIAL", 8)
+    wait = search._Search._wait_tightened
+    runs = {}
+    for always_push in (False, True):
+        taken = []
+
+        def counted(self, query, visit, c, lb, always_push=always_push, taken=taken):
+            straight = wait(self, query, visit, c, lb)
+            if straight and always_push:
+                search.heapq.heappush(visit.waiting, (query.tight[c], c))
+                return False
+            taken.append(straight)
+            return straight
+
+        monkeypatch.setattr(search._Search, "_wait_tightened", counted)
+        stats = search.SearchStats()
+        tables = knn_tables(inputs, splits, stats=stats)
+        runs[always_push] = (tables, stats, taken)
+    (tables, stats, taken), (pushed, pushed_stats, _) = runs[False], runs[True]
+    assert tables[0].equals(pushed[0]) and tables[1].equals(pushed[1])
+    for field in ("solves", "tight", "duals", "ascents", "full_bounds"):
+        assert getattr(stats, field) == getattr(pushed_stats, field), field
+    assert sum(taken) > len(taken) // 20, (sum(taken), len(taken))
+
+
 @pytest.mark.parametrize("first", [1, bounds.DUAL_FIRST, search.POTENTIALS])
 def test_the_dual_bounds_tries_change_solves_not_scores(monkeypatch, first):
     monkeypatch.setattr(bounds, "DUAL_FIRST", first)  # tries before judging the bound
@@ -897,6 +931,8 @@ def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     assert stream.order == candidates[want].tolist()
     assert np.array_equal(np.array(stream.loose), values[want], equal_nan=True)
     assert sorted(row.asked) == candidates.tolist()  # each once
+    # the list's candidates, which every query's stream shares, are left as they were
+    assert np.array_equal(candidates, np.sort(candidates)) and len(set(candidates)) == size
     if size >= 4 * search.STREAM_PART:  # its first entries compute a first part, not the list
         head = _ListedRow(cheap, full)
         first = search._LazyStream(candidates, head)

@@ -99,6 +99,7 @@ from .bounds import (
     nearest_dual_bound,
     query_potential,
     scaled_margin,
+    take_below,
 )
 from .pairs import document_work, setup_batches
 from .reuse import read_reuse
@@ -652,8 +653,9 @@ class _LazyStream:
         self.order: list[int] = []
         self.loose: list[float] = []
         self._row = row
-        # not yet computed, in position order, and their lower parts
-        self._candidates = candidates
+        # not yet computed, in position order, and their lower parts (own copies: each
+        # part packs those left to the front, in place)
+        self._candidates = candidates.copy()
         self._lower = row.cheap[candidates]
         # computed, not yet listed, in position order, and their cheap bounds
         self._pool = candidates[:0]
@@ -689,9 +691,10 @@ class _LazyStream:
         self._size = STREAM_TAIL if self._tail else int(size * STREAM_GROWTH)
         self._threshold = threshold
         # an infinite threshold takes the rest at once, NaN too
-        inside = lower <= threshold if threshold < np.inf else np.ones(len(lower), dtype=bool)
-        fresh = candidates[inside]
-        self._candidates, self._lower = candidates[~inside], lower[~inside]
+        fresh = np.empty(len(candidates), dtype=candidates.dtype)
+        taken, left = take_below(candidates, lower, threshold, fresh)
+        fresh = fresh[:taken]
+        self._candidates, self._lower = candidates[:left], lower[:left]
         pool = np.concatenate([self._pool, fresh])
         values = np.concatenate([self._values, self._row.values(fresh)])
         by_position = np.argsort(pool, kind="stable")
@@ -1006,10 +1009,12 @@ class _Search:
             if not from_heap:  # taken with its cheap bound
                 if self._known(q, c):
                     self._take_known(query, visit, c)
-                else:
-                    self._wait_tightened(query, visit, c)
-                continue
-            heapq.heappop(waiting)  # taken with its tight bound
+                    continue
+                if not self._wait_tightened(query, visit, c, lb):
+                    continue
+                # its tight bound is the one it was taken with: taken as the heap's head
+            else:
+                heapq.heappop(waiting)  # taken with its tight bound
             # the dual bounds can prove nothing until the list has a k-th distance
             full = len(best) == k
             if full and seen.get(c, 0) < query.held:
@@ -1027,13 +1032,22 @@ class _Search:
         visit.admit(c, d)
         visit.at += 1
 
-    def _wait_tightened(self, query: _QueryState, visit: _Visit, c: int) -> None:
-        """Put the stream's head ``c`` in the heap with its tighter bound (:meth:`_tighten`):
-        a candidate passes it before it is solved."""
+    def _wait_tightened(self, query: _QueryState, visit: _Visit, c: int, lb: float) -> bool:
+        """Put the stream's head ``c``, of cheap bound ``lb``, in the heap with its tighter
+        bound (:meth:`_tighten`): a candidate passes it before it is solved. Returns
+        False; or True, without a push, where its tight bound is ``lb`` itself: the visit
+        took ``(lb, c)`` from the stream because it was before every waiting entry, and
+        the stream's next entries are after it, so the heap's next pop would give it
+        back (a push, a pop and a turn of the visit's loop for each candidate whose
+        bound ICT does not raise: after its trial, most)."""
         if c not in query.tight:
             self._tighten(query, visit)
-        heapq.heappush(visit.waiting, (query.tight[c], c))
         visit.at += 1
+        bound = query.tight[c]
+        if bound == lb:
+            return True
+        heapq.heappush(visit.waiting, (bound, c))
+        return False
 
     def _tighten(self, query: _QueryState, visit: _Visit) -> None:
         """The ICT bounds (into ``query.tight``) of the stream's next TIGHTEN_BATCH
