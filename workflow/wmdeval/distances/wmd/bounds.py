@@ -487,8 +487,8 @@ def _nearest_words(
     asked for (:func:`_forward_columns`), the same bits, as a minimum is exact.
     ``other_groups``: the groups whose entries get the fourth table's distances (default:
     every group); the others' are taken from the block where asked for
-    (:func:`_forward_columns`, or :func:`_overlap_columns` once the table is whole), as
-    :func:`_other_minimum` too reads every entry of ``flat``.
+    (:func:`_forward_columns`), as :func:`_other_minimum` too reads every entry of
+    ``flat``.
     """
     # With the block, a chunk is a product and one compiled kernel per slice of rows,
     # both outside the interpreter's lock: threads share it as well as forked processes,
@@ -1272,19 +1272,18 @@ class LowerBounds:
                 local.indices[lo:hi], local.data[lo:hi], self._to_documents, candidates, forward
             )
         if not fused:
+            # (the table built from the block but not the whole `second`: only where
+            # rows() without OMR came first; the whole `second` is made then)
             _overlap_columns(
                 q,
                 weights.indptr,
                 weights.indices,
                 weights.data,
-                self._second,
+                self.second,
                 candidates,
                 entry,
                 more_forward,
                 more_backward,
-                local.indices[lo:hi],
-                _NO_BLOCK if whole else self._block,
-                self._block_rows,
             )
         forward += more_forward
         back = cheap[candidates] + more_backward
@@ -1470,14 +1469,16 @@ def _forward_columns(
     (85,635 passages: 15.5 ms a query, this 5.7). ``slot``: -1 per block row (scratch,
     left so).
 
-    ``overlap``: also :func:`_overlap_columns`' terms with the block (its arguments
-    from ``q`` on; ``weights``: its ``data``), each candidate's nearest other word to a
-    shared query word taken from the small table, which holds the same distances: the
-    same terms in the same order, so the same bits; a candidate's entries find the
-    query's entry of their word from the row they read (a row is a distinct word), not
-    from a table over the vocabulary. On 85,635 passages the forward and overlap terms
-    took 4.5 ms a query this way, 5.1 in two kernels (the least of six replays of a
-    shard's calls each)."""
+    ``overlap``: also :func:`_overlap_columns`' terms (into ``forward`` and
+    ``backward``; ``weights``: its ``data``; ``second``: the query's own entries). A
+    candidate's nearest other word to a word it shares with the query is the minimum of
+    the block's distances from that word to its other words (:func:`_other_minimum`'s
+    value, inf alone), read here from the small table, which holds them; its entries
+    find the query's entry of their word from the row they read (a row is a distinct
+    word), not from a table over the vocabulary. The same terms in the same order, so
+    the same bits. On 85,635 passages the forward and overlap terms took 4.5 ms a query
+    this way, 5.1 in two kernels, the second reading the block (the least of six
+    replays of a shard's calls each)."""
     count = 0
     for j in range(len(columns)):
         count += indptr[columns[j] + 1] - indptr[columns[j]]
@@ -1557,22 +1558,15 @@ def _forward_columns(
 
 @_kernel
 def _overlap_columns(
-    q, indptr, indices, data, second, columns, entry, forward, backward, q_columns, block, at
+    q, indptr, indices, data, second, columns, entry, forward, backward
 ):  # pragma: no cover - compiled
     """forward[j] (backward[j]) += :func:`_overlap_sums`' terms of the pair (query q,
     document columns[j]), for chosen documents alone, in the order that kernel adds them:
     over q's entries in CSR order, which is the order of their words, as the document's
     own entries run (both CSR rows are sorted). ``entry``: -1 per vocabulary row (scratch,
     left so): q's entry of each of its words while this runs, so a document's entries
-    find theirs without a search.
-
-    With a distance block (``block``, transposed, not empty; ``q_columns``: the block
-    column of each of q's entries; ``at``: each CSR entry's row), ``second`` holds only
-    the query's own entries: a candidate's entry's nearest other word (the forward
-    terms') is then the minimum over the candidate's other entries g of
-    block[its word's column, at[g]], the value :func:`_other_minimum` takes from the
-    same distances (inf alone), so the same terms in the same order and the same bits."""
-    from_block = block.shape[0] > 0
+    find theirs without a search. ``second`` whole (with the distance block,
+    :func:`_forward_columns` adds these terms instead)."""
     for e in range(indptr[q], indptr[q + 1]):
         entry[indices[e]] = e
     for j in range(len(columns)):
@@ -1586,25 +1580,13 @@ def _overlap_columns(
             a = data[e]
             b = data[f]
             if a > b:
-                if from_block:
-                    source = block[q_columns[e - indptr[q]]]
-                    low = np.inf
-                    for g in range(indptr[c], indptr[c + 1]):
-                        if g != f:
-                            low = min(low, source[at[g]])
-                    ahead += (a - b) * low
-                else:
-                    ahead += (a - b) * second[f]
+                ahead += (a - b) * second[f]
             elif b > a:
                 behind += (b - a) * second[e]
         forward[j] += ahead
         backward[j] += behind
     for e in range(indptr[q], indptr[q + 1]):
         entry[indices[e]] = -1
-
-
-#: No distance block (:func:`_overlap_columns` reads the whole ``second``).
-_NO_BLOCK = np.empty((0, 0), dtype=np.float32)
 
 
 class LazyRow:
