@@ -992,6 +992,25 @@ def test_lazy_cheap_bounds_are_the_rows_bit_for_bit(block):
         assert np.array_equal(lower.second, table.second, equal_nan=True)
 
 
+def test_full_values_after_rows_without_omr_are_the_rows_bits():
+    # with the distance block, rows() without OMR builds the table from the block but
+    # not the whole nearest-other-word table: full_values then completes that and takes
+    # the overlap terms from it, not from its own gather of the block; the same bits
+    docs, emb = clustered(150, seed=7)
+    inputs = solver.prepare(docs, emb, "bow")
+    queries = np.arange(0, inputs.n, 3)
+    at = np.arange(len(queries))
+    lower = bounds.LowerBounds(inputs, queries, block=True)
+    every = bounds.LowerBounds(inputs, queries, block=False).rows(at)
+    lower.rows(at, omr=False)
+    assert lower._to_documents is not None and not lower._second_whole
+    cheap = lower.cheap_rows(at)
+    for a in at.tolist():
+        row = bounds.LazyRow(lower, a, cheap[a])
+        assert row.values(np.arange(inputs.n)).tobytes() == every[a].tobytes()
+    assert lower._second_whole
+
+
 @pytest.mark.parametrize("ground_cost", ["euclidean", "cosine"])
 def test_centroid_below_never_claims_a_bound_that_is_not_below(ground_cost):
     # bounds._centroid_below: where it says a centroid bound is below a ceiling, the
