@@ -1039,7 +1039,8 @@ class _Search:
         took ``(lb, c)`` from the stream because it was before every waiting entry, and
         the stream's next entries are after it, so the heap's next pop would give it
         back (a push, a pop and a turn of the visit's loop for each candidate whose
-        bound ICT does not raise: after its trial, most)."""
+        bound ICT does not raise, or once its trial has turned it off: about half of a
+        query's on the passage corpus)."""
         if c not in query.tight:
             self._tighten(query, visit)
         visit.at += 1
