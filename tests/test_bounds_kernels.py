@@ -554,7 +554,7 @@ def test_take_below_is_the_masked_split(threshold):
     fresh = np.full(500, -7, dtype=np.int64)
     packed, packed_lower = candidates.copy(), lower.copy()
     taken, left = bounds.take_below(packed, packed_lower, threshold, fresh)
-    assert taken + left == 500 and 0 < taken <= 500 or threshold < 0
+    assert taken + left == 500 and (taken == 0) == (threshold < 0)
     assert np.array_equal(fresh[:taken], want_fresh) and (fresh[taken:] == -7).all()
     assert np.array_equal(packed[:left], want_left)
     assert np.array_equal(packed_lower[:left], want_lower, equal_nan=True)
