@@ -1463,8 +1463,8 @@ def _forward_columns(
     corpus's.
 
     The block's entries the candidates need are first copied into a small table, a row
-    per distinct document word, a column per query word, a query word's row of the
-    block at a time; each candidate's minima then read a short contiguous row per
+    per distinct document word, a column per query word, four of the query words'
+    rows of the block at a time; each candidate's minima then read a short contiguous row per
     word it holds. Read from the block directly, every term was a scattered read
     (85,635 passages: 15.5 ms a query, this 5.7). ``slot``: -1 per block row (scratch,
     left so).
@@ -1500,10 +1500,29 @@ def _forward_columns(
         starts[j + 1] = k
     width = len(words)
     near = np.empty((distinct, width), dtype=np.float32)
-    for e in range(width):
+    # four of the query's block rows at a time: four reads in flight per row taken and
+    # one short run written in `near` (one row at a time, its writes stride the table:
+    # 85,635 passages, the least of 16 replays of a shard's calls, 3.7 ms a query
+    # against 4.4)
+    e = 0
+    while e + 4 <= width:
+        source0 = block[words[e]]
+        source1 = block[words[e + 1]]
+        source2 = block[words[e + 2]]
+        source3 = block[words[e + 3]]
+        for i in range(distinct):
+            r = taken[i]
+            row = near[i]
+            row[e] = source0[r]
+            row[e + 1] = source1[r]
+            row[e + 2] = source2[r]
+            row[e + 3] = source3[r]
+        e += 4
+    while e < width:
         source = block[words[e]]
         for i in range(distinct):
             near[i, e] = source[taken[i]]
+        e += 1
     # with ``overlap``: the query's entry of each distinct row that is one of its words
     # (a row is a distinct word), -1 for the others, so that a candidate's entries find
     # their shared words from the row they read anyway
