@@ -912,6 +912,47 @@ def test_lazy_stream_under_a_falling_limit_lists_the_same_order(size):
     assert asked[stop] <= (lower <= stop).sum() + search.STREAM_TAIL
 
 
+@pytest.mark.parametrize("window", [None, 1500, 1])
+@pytest.mark.parametrize("size", [255, 1300, 5000, 12000])
+def test_lazy_stream_thresholds_are_the_smallest_left(size, window, monkeypatch):
+    # each part's threshold (_LazyStream._smallest) is np.partition(lower left, i)[i],
+    # taken from the window of the smallest lower parts where the rank lies in it, and
+    # partitioned from those left where it does not: windows that hold every part's
+    # rank (None: STREAM_WINDOW), some (1,500) and none (1), under limits that end parts
+    # early and that do not, ties and NaN included. The order is the stable sort
+    if window is not None:
+        monkeypatch.setattr(search, "STREAM_WINDOW", window)
+    values, lower, candidates, cheap, full = _lazy_list(size, seed=size + 3)
+    want = np.argsort(values, kind="stable")
+    ranked = values[want]
+    checked = []
+    smallest = search._LazyStream._smallest
+
+    def checked_smallest(stream, i):
+        at = stream._count - len(stream._lower) + i - stream._base
+        checked.append(0 <= at < len(stream._ranked))
+        got = smallest(stream, i)
+        expected = np.partition(stream._lower, i)[i]
+        assert got == expected or (np.isnan(got) and np.isnan(expected))
+        return got
+
+    monkeypatch.setattr(search._LazyStream, "_smallest", checked_smallest)
+    for start in (None, 0, size // 3):
+        stream = search._LazyStream(candidates, _ListedRow(cheap, full))
+        limit, got = np.inf, 0
+        while stream.has(got, limit):
+            if start is not None and got >= start:
+                ahead = ranked[min(got + 40, size - 1)]
+                if np.isfinite(ahead):
+                    limit = min(limit, ahead)
+            got += 1
+        assert stream.order == candidates[want].tolist()
+    # (whether each rank lay in the window): the first part partitions those left
+    if size > 4 * search.STREAM_PART:
+        assert not all(checked)
+        assert any(checked) == (window != 1)
+
+
 @pytest.mark.parametrize("size", [1, 255, 1023, 1024, 1025, 1300, 5000])
 def test_lazy_stream_is_the_eager_stream_and_computes_only_what_it_lists(size):
     # search._LazyStream lists a list's candidates in the order of search._Stream over

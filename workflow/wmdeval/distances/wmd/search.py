@@ -139,6 +139,13 @@ STREAM_GROWTH = 1.25
 #: The size of a :class:`_LazyStream`'s parts after one has stopped at the visit's
 #: pruning limit: what is left to list is little more than the list's certificate.
 STREAM_TAIL = 64
+#: How many of the smallest lower parts left a :class:`_LazyStream` keeps apart, once
+#: partitioned from the list's, for its next parts' thresholds: each threshold is then
+#: a selection among these, not a pass over every candidate left. On the 85,635
+#: passages a query's lists hold about 37,000 candidates each and it sorts 4.2 parts:
+#: a selection among 37,000 took 96 us here, one among 9,000 27 us (and the window's
+#: own, once, 111 us).
+STREAM_WINDOW = 8 * STREAM_PART
 
 #: Whether a query's cheap bound is computed lazily (:class:`_LazyStream`): for every
 #: candidate only its part that costs the same per candidate whatever the query's words
@@ -647,6 +654,9 @@ class _LazyStream:
         "_size",
         "_threshold",
         "_tail",
+        "_count",
+        "_ranked",
+        "_base",
     )
 
     def __init__(self, candidates: np.ndarray, row: LazyRow):
@@ -664,6 +674,11 @@ class _LazyStream:
         # the last part's threshold, and whether a part has stopped at the limit
         self._threshold = -np.inf
         self._tail = False
+        # the lower parts of ranks _base, _base + 1, ... among the list's (``_count``
+        # of them; in any order), for the thresholds (:meth:`_smallest`)
+        self._count = len(candidates)
+        self._ranked = self._lower[:0]
+        self._base = 0
 
     def has(self, at: int, limit: float = np.inf) -> bool:
         """Whether the stream has an ``at``-th candidate (computing and sorting the next
@@ -676,9 +691,9 @@ class _LazyStream:
 
     def _sort_part(self, limit: float) -> None:
         candidates, lower, size = self._candidates, self._lower, self._size
-        threshold = np.inf
+        threshold, kth = np.inf, np.nan  # (NaN: no rank selected, equal to nothing)
         if size < len(lower):
-            kth = np.partition(lower, size - 1)[size - 1]
+            kth = self._smallest(size - 1)
             if not np.isnan(kth):
                 threshold = kth
         if self._threshold < limit < threshold:
@@ -688,6 +703,9 @@ class _LazyStream:
             pooled = self._values.min()  # NaN if any is: then not used
             if pooled < threshold:
                 threshold = pooled
+        if threshold == kth:
+            # everything up to the rank of kth is taken now: no later part asks for it
+            self._forget_through(size - 1)
         self._size = STREAM_TAIL if self._tail else int(size * STREAM_GROWTH)
         self._threshold = threshold
         # an infinite threshold takes the rest at once, NaN too
@@ -709,6 +727,37 @@ class _LazyStream:
         part = part[np.argsort(values[part], kind="stable")]
         self.order.extend(pool[part].tolist())
         self.loose.extend(values[part].tolist())
+
+    def _smallest(self, i: int) -> float:
+        """The (i+1)-th smallest lower part left, ``np.partition(lower, i)[i]``.
+
+        Every part takes all the candidates whose lower part is at most its threshold, and
+        the thresholds increase, so those left are those above the last threshold (and
+        NaN, which sorts last): the (i+1)-th smallest left is the list's smallest of rank
+        (taken so far) + i. ``_ranked`` holds the lower parts of ranks ``_base`` on (a
+        window of STREAM_WINDOW, partitioned from those left when a rank falls outside
+        it), and a partition of the window in place puts that rank's value at its place:
+        a selection among a few thousand, where one among those left was a pass over
+        tens of thousands."""
+        at = self._count - len(self._lower) + i - self._base
+        if not 0 <= at < len(self._ranked):
+            self._base = self._count - len(self._lower)
+            last = i + STREAM_WINDOW - 1
+            if last >= len(self._lower) - 1:  # a window of every one left
+                self._ranked = np.partition(self._lower, i)
+                return self._ranked[i]
+            self._ranked = np.partition(self._lower, last)[: last + 1]
+            at = i
+        self._ranked.partition(at)
+        return self._ranked[at]
+
+    def _forget_through(self, i: int) -> None:
+        """Drop the window's ranks up to that of :meth:`_smallest`'s (i+1)-th smallest,
+        whose threshold this part takes, value and ties: every later rank asked for is
+        beyond it. The window was just partitioned there."""
+        at = self._count - len(self._lower) + i - self._base
+        self._ranked = self._ranked[at + 1 :]
+        self._base += at + 1
 
 
 class _Visit:
