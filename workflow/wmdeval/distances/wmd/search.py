@@ -739,7 +739,7 @@ class _LazyStream:
         it), and a partition of the window in place puts that rank's value at its place:
         a selection among a few thousand, where one among those left was a pass over
         tens of thousands."""
-        at = self._count - len(self._lower) + i - self._base
+        at = self._window_position(i)
         if not 0 <= at < len(self._ranked):
             self._base = self._count - len(self._lower)
             last = i + STREAM_WINDOW - 1
@@ -755,9 +755,14 @@ class _LazyStream:
         """Drop the window's ranks up to that of :meth:`_smallest`'s (i+1)-th smallest,
         whose threshold this part takes, value and ties: every later rank asked for is
         beyond it. The window was just partitioned there."""
-        at = self._count - len(self._lower) + i - self._base
+        at = self._window_position(i)
         self._ranked = self._ranked[at + 1 :]
         self._base += at + 1
+
+    def _window_position(self, i: int) -> int:
+        """Where in ``_ranked`` the (i+1)-th smallest lower part left has its rank: the
+        candidates taken so far, plus i, less the window's first rank."""
+        return self._count - len(self._lower) + i - self._base
 
 
 class _Visit:
